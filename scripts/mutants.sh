@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Proves the model tests can fail: builds the tracker with one legality rule switched
+# off (a compile-time cfg, never set in normal builds) and expects `tests/model.rs` to
+# catch each mutant. Exits non-zero if a mutant survives.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+for mutant in ignore_pending ignore_orphan; do
+  log=$(mktemp)
+  if RUSTFLAGS="--cfg cutpoint_mutant=\"$mutant\"" CARGO_TARGET_DIR=target/mutants \
+      cargo test --quiet --test model >"$log" 2>&1; then
+    echo "mutant $mutant SURVIVED: the model tests did not notice rule $mutant switched off"
+    status=1
+  elif grep -q "test result: FAILED" "$log"; then
+    echo "mutant $mutant killed: $(grep -m1 -E 'panicked at|minimal failing input' "$log")"
+  else
+    echo "mutant $mutant: the build failed instead of the tests:"; tail -20 "$log"; status=1
+  fi
+  rm -f "$log"
+done
+exit $status

@@ -1,0 +1,110 @@
+//! The tracker's error and outcome types: one enum per operation family.
+
+use std::fmt;
+
+use crate::record::CallId;
+
+/// Why [`Tracker::append`](crate::Tracker::append) refused a record. A refused record
+/// leaves the tracker exactly as it was.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// A `tool_use` reused the id of an earlier `tool_use`. Pairing is by id, so the
+    /// second call could never be told apart from the first.
+    #[error("record {at}: tool_use id {call_id:?} was already used{}", match first_use {
+        Some(p) => format!(" by the tool_use at record {p}, still pending"),
+        None => " by an earlier, answered tool_use".to_owned(),
+    })]
+    DuplicateCall {
+        /// The repeated id.
+        call_id: CallId,
+        /// Position the refused record would have taken.
+        at: usize,
+        /// Position of the first `tool_use` with this id when it is still pending.
+        /// Answered calls are remembered by fingerprint only, so `None` there; a
+        /// validator over the whole log names both positions.
+        first_use: Option<usize>,
+    },
+    /// A tool record with an empty call id.
+    #[error("record {at}: {kind} has an empty call id")]
+    EmptyCallId {
+        /// Position the refused record would have taken.
+        at: usize,
+        /// `tool_use` or `tool_result`.
+        kind: &'static str,
+    },
+    /// The total token count would pass `u64::MAX`.
+    #[error("record {at}: {tokens} tokens would overflow the log's total of {total}")]
+    TokenOverflow {
+        /// Position the refused record would have taken.
+        at: usize,
+        /// The record's token count.
+        tokens: u64,
+        /// The log's total before it.
+        total: u64,
+    },
+    /// The log already holds [`MAX_RECORDS`](crate::MAX_RECORDS) records.
+    #[error("record {at}: the log is full ({max} records at most)", max = crate::MAX_RECORDS)]
+    Full {
+        /// Position the refused record would have taken.
+        at: usize,
+    },
+}
+
+/// Why no legal cut was found: compaction should wait for the next turn boundary.
+///
+/// Deferral is always safe; an illegal cut never is. Every cut in `floor..=target_index`
+/// (the seed's search window) would split a `tool_use`/`tool_result` pair or a call
+/// still in flight.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Defer {
+    /// The token target asked for.
+    pub target_tokens: u64,
+    /// The lookback asked for.
+    pub lookback_tokens: u64,
+    /// The highest cut searched: the record where the prefix sum first reaches the
+    /// target, or `len - 1` when the target covers the whole log and `len` is not legal.
+    pub target_index: usize,
+    /// The lowest cut searched (the seed's lookback floor).
+    pub floor: usize,
+    /// The nearest legal cut below `floor`, if any (cut 0 is always legal, so this is
+    /// `None` only when `floor` is 0).
+    pub nearest_legal_below: Option<usize>,
+    /// The nearest legal cut above `target_index`, if one exists yet.
+    pub nearest_legal_above: Option<usize>,
+    /// Calls still unanswered whose `tool_use` lies before the cut that was wanted
+    /// (`target_index`, or `len` when the target covered the whole log), in log order:
+    /// what a deferred compaction waits for. Empty when the window is blocked only by
+    /// pairs that are complete but straddle it.
+    pub waiting_on: Vec<CallId>,
+}
+
+impl fmt::Display for Defer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "no pairing-legal cut within {} tokens of target {} (searched cuts {}..={}); defer compaction to the turn boundary",
+            self.lookback_tokens, self.target_tokens, self.floor, self.target_index
+        )?;
+        if !self.waiting_on.is_empty() {
+            f.write_str("; waiting on ")?;
+            for (i, id) in self.waiting_on.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(id)?;
+            }
+        }
+        match self.nearest_legal_below {
+            Some(c) => write!(f, "; nearest legal cut below: {c}")?,
+            None => f.write_str("; no legal cut below")?,
+        }
+        if let Some(c) = self.nearest_legal_above {
+            write!(f, "; nearest legal cut above: {c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Defer {}

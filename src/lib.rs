@@ -1,0 +1,61 @@
+//! # cutpoint
+//!
+//! Keeps an LLM agent's conversation log safe to compact, even while a turn is in
+//! flight.
+//!
+//! A transcript is not a string of tokens but a sequence of typed [`Record`]s with
+//! referential integrity: every `tool_use` has exactly one `tool_result` with the same
+//! id. A compaction cut that lands between them leaves an orphaned result or an
+//! unanswered call, which strict providers reject and lenient ones paper over by
+//! letting the model invent the missing call. cutpoint indexes the **legal cuts** (the
+//! positions that split no pair) as records stream in, and answers "where is the nearest
+//! legal cut to my token target" in **O(log n)**.
+//!
+//! ```text
+//!   records ──append──▶ Tracker ──────────────▶ select_legal_cut(target, lookback)
+//!   (one at a time,      │ prefix token sums        │
+//!    O(1) amortized)     │ pending calls (by id)    ├─▶ Ok(cut): compact ..cut, keep cut..
+//!                        │ legal cuts (sorted)      └─▶ Err(Defer): wait for the turn
+//!                        ▼                               boundary; says what blocks
+//!                 is_legal_cut, pending_calls, anomalies
+//! ```
+//!
+//! The core ([`Tracker`]) is sans-IO: no files, clock, network or async runtime.
+//! [`reference`] holds the specification's naive algorithm, which the tracker is tested
+//! against. With the `jsonl` feature, [`jsonl`] reads the records JSONL format.
+//!
+//! ```
+//! use cutpoint::{Record, Tracker};
+//!
+//! let mut log = Tracker::new();
+//! log.append(Record::user(1_000))?;
+//! log.append(Record::assistant(200))?;
+//! log.append(Record::tool_use("call_1", 50))?;
+//! log.append(Record::tool_result("call_1", 4_000))?;
+//! log.append(Record::tool_use("call_2", 50))?; // still running
+//!
+//! // Cuts 3 and 4 would split the pair; 5 would compact a call still in flight.
+//! assert!(log.is_legal_cut(2) && !log.is_legal_cut(3) && !log.is_legal_cut(5));
+//! // Compact about 3,000 tokens: the target lands inside the pair, so walk back to 2.
+//! assert_eq!(log.select_legal_cut(3_000, 5_000)?, 2);
+//! // Ask for everything: `len` is illegal while call_2 runs, so the answer is 4.
+//! assert_eq!(log.select_legal_cut(u64::MAX, 5_000)?, 4);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod calls;
+mod error;
+mod index;
+mod record;
+mod tracker;
+
+#[cfg(feature = "jsonl")]
+pub mod jsonl;
+pub mod reference;
+
+pub use error::{AppendError, Defer};
+pub use index::MAX_RECORDS;
+pub use record::{CallId, Record, RecordKind};
+pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
