@@ -80,6 +80,8 @@ struct Line<'a> {
     #[serde(default, borrow)]
     call_id: Option<std::borrow::Cow<'a, str>>,
     tokens: u64,
+    #[serde(default)]
+    bound: bool,
 }
 
 #[derive(Serialize)]
@@ -88,6 +90,8 @@ struct OutLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     call_id: Option<&'a str>,
     tokens: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    bound: bool,
 }
 
 /// Parses one line (without its newline) as a record. `line` is used in errors only.
@@ -123,7 +127,11 @@ pub fn parse_line(text: &str, line: usize) -> Result<Record, ReadError> {
         (Kind::ToolUse, Some(id)) => Record::tool_use(id.into_owned(), parsed.tokens),
         (Kind::ToolResult, Some(id)) => Record::tool_result(id.into_owned(), parsed.tokens),
     };
-    Ok(record)
+    Ok(if parsed.bound {
+        record.bound_to_previous()
+    } else {
+        record
+    })
 }
 
 fn kind_name(kind: &Kind) -> &'static str {
@@ -156,14 +164,13 @@ pub fn write_line<W: std::io::Write>(mut out: W, record: &Record) -> std::io::Re
         RecordKind::ToolUse(id) => (Kind::ToolUse, Some(id.as_str())),
         RecordKind::ToolResult(id) => (Kind::ToolResult, Some(id.as_str())),
     };
-    serde_json::to_writer(
-        &mut out,
-        &OutLine {
-            kind,
-            call_id,
-            tokens: record.tokens(),
-        },
-    )?;
+    let line = OutLine {
+        kind,
+        call_id,
+        tokens: record.tokens(),
+        bound: record.is_bound_to_previous(),
+    };
+    serde_json::to_writer(&mut out, &line)?;
     out.write_all(b"\n")
 }
 
@@ -370,7 +377,7 @@ mod tests {
         let records = [
             Record::user(3),
             Record::tool_use("x\"y", 4),
-            Record::tool_result("x\"y", 5),
+            Record::tool_result("x\"y", 5).bound_to_previous(),
             Record::assistant(6),
         ];
         let mut out = Vec::new();

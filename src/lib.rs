@@ -21,7 +21,7 @@
 //! ```
 //!
 //! The core ([`Tracker`]) is sans-IO: no files, clock, network or async runtime.
-//! [`reference`] holds the specification's naive algorithm, which the tracker is tested
+//! [`reference`](mod@reference) holds the specification's naive algorithm, which the tracker is tested
 //! against. With the `jsonl` feature, [`jsonl`] reads the records JSONL format.
 //!
 //! ```
@@ -54,8 +54,14 @@ mod tracker;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
+pub mod synth;
 
 pub use error::{AppendError, Defer};
 pub use index::MAX_RECORDS;
 pub use record::{CallId, Record, RecordKind};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
+
+/// The README's library example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

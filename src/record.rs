@@ -147,12 +147,43 @@ impl RecordKind {
 pub struct Record {
     kind: RecordKind,
     tokens: u64,
+    bound: bool,
 }
 
 impl Record {
     /// A record of any kind. **O(1)**.
     pub fn new(kind: RecordKind, tokens: u64) -> Self {
-        Record { kind, tokens }
+        Record {
+            kind,
+            tokens,
+            bound: false,
+        }
+    }
+
+    /// Binds this record to the one before it: no cut may fall between them. Formats
+    /// use it for the records of one provider message (a message is the unit a provider
+    /// accepts or rejects) and for items a provider binds together (a reasoning item and
+    /// the call after it, a thinking block and its `tool_use`). The first record of a
+    /// log cannot be bound to anything; there the flag is ignored. **O(1)**.
+    ///
+    /// ```
+    /// use cutpoint::{Record, Tracker};
+    /// let mut t = Tracker::new();
+    /// t.append(Record::assistant(30))?; // thinking block
+    /// t.append(Record::tool_use("toolu_1", 20).bound_to_previous())?;
+    /// t.append(Record::tool_result("toolu_1", 20))?;
+    /// assert!(!t.is_legal_cut(1));
+    /// # Ok::<(), cutpoint::AppendError>(())
+    /// ```
+    #[must_use]
+    pub fn bound_to_previous(mut self) -> Self {
+        self.bound = true;
+        self
+    }
+
+    /// Whether no cut may fall right before this record. **O(1)**.
+    pub fn is_bound_to_previous(&self) -> bool {
+        self.bound
     }
 
     /// A user record of `tokens` tokens. **O(1)**.
@@ -192,7 +223,8 @@ impl Record {
         self.kind.call_id()
     }
 
-    /// Splits the record into its kind and token count. **O(1)**.
+    /// Splits the record into its kind and token count (dropping the bound flag).
+    /// **O(1)**.
     pub fn into_parts(self) -> (RecordKind, u64) {
         (self.kind, self.tokens)
     }

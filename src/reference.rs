@@ -54,9 +54,18 @@ pub fn orphan_results_at(records: &[Record], cut: usize) -> HashSet<&str> {
         .collect()
 }
 
-/// Whether `cut` is legal: both sets above are empty. **O(n)**. `cut <= records.len()`.
+/// Whether `cut` is legal: both sets above are empty, and the record at `cut` (if any)
+/// is not bound to the one before it (an extension of the seed: the seed has no bound
+/// records). **O(n)**. `cut <= records.len()`.
 pub fn is_legal_cut(records: &[Record], cut: usize) -> bool {
-    pending_calls_at(records, cut).is_empty() && orphan_results_at(records, cut).is_empty()
+    pending_calls_at(records, cut).is_empty()
+        && orphan_results_at(records, cut).is_empty()
+        && !starts_bound(records, cut)
+}
+
+/// Whether the record at `cut` is bound to the previous one (so `cut` splits a message).
+fn starts_bound(records: &[Record], cut: usize) -> bool {
+    cut > 0 && records.get(cut).is_some_and(Record::is_bound_to_previous)
 }
 
 /// The seed's `select_legal_cut`, verbatim (including returning `len` whenever the
@@ -133,6 +142,9 @@ fn search(
         floor_index = j;
     }
     for cut in (floor_index..=target_index).rev() {
+        if starts_bound(records, cut) {
+            continue;
+        }
         if !pending_calls_at(records, cut).is_empty() {
             continue;
         }

@@ -32,6 +32,9 @@ use crate::record::{CallId, Record, RecordKind};
 /// - (b) no `tool_result` before `c` answers a `tool_use` at or after `c` (the seed's
 ///   `orphan_results_at` is empty).
 ///
+/// - (c) record `c` (if any) is not [bound to the previous
+///   record](Record::bound_to_previous): cuts fall only between messages.
+///
 /// For one call id with its `tool_use` at `u` and its *first* `tool_result` at `r`, the
 /// cuts this forbids are exactly those strictly after `min(u, r)` and at or before
 /// `max(u, r)`; with no result yet, every cut after `u`. Later results with the same id
@@ -52,9 +55,10 @@ use crate::record::{CallId, Record, RecordKind};
 ///    the log.
 ///
 /// Why positions are decided on arrival: when record `c - 1` is appended, cut `c` is
-/// legal iff no call is pending then (rule (a)); rule (b) can only be broken *later*,
-/// by a `tool_use` whose result already came at `r`, and then it forbids exactly the
-/// cuts in `(r, c]`, the top of the list: they are popped, each at most once.
+/// legal iff no call is pending then (rule (a)); rules (b) and (c) can only be broken
+/// *later*: by a `tool_use` whose result already came at `r`, which forbids exactly
+/// the cuts in `(r, c]`, or by a bound record at `c`, which forbids cut `c`. Either way
+/// the cuts forbidden are the top of the list: they are popped, each at most once.
 ///
 /// # Hashing
 ///
@@ -179,6 +183,7 @@ impl Tracker {
         if at >= MAX_RECORDS {
             return Err(AppendError::Full { at });
         }
+        let bound = record.is_bound_to_previous();
         let (kind, tokens) = record.into_parts();
         let total = self.total_tokens();
         let new_total = total
@@ -244,6 +249,10 @@ impl Tracker {
             }
         };
 
+        if bound && at > 0 {
+            // Rule (c): the cut right before this record (the newest cut) is illegal.
+            self.cuts.revoke_after(at - 1);
+        }
         self.sums.push(new_total);
         let cut_after_is_legal =
             self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending");

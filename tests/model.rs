@@ -234,6 +234,9 @@ struct Round {
     result_order: Vec<usize>,
     unanswered: usize,
     interleave: bool,
+    /// One provider message per side: the calls bound to the assistant text, the
+    /// results bound together (Anthropic's shape).
+    grouped: bool,
 }
 
 fn tokens() -> impl Strategy<Value = u64> {
@@ -248,9 +251,10 @@ fn round() -> impl Strategy<Value = Round> {
         0usize..=4,
         any::<bool>(),
         any::<u64>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(user, assistant, calls, unanswered_roll, interleave, shuffle)| {
+            |(user, assistant, calls, unanswered_roll, interleave, shuffle, grouped)| {
                 let mut result_order: Vec<usize> = (0..calls.len()).collect();
                 // A deterministic shuffle from the drawn seed.
                 let mut s = shuffle | 1;
@@ -273,6 +277,7 @@ fn round() -> impl Strategy<Value = Round> {
                     result_order,
                     unanswered,
                     interleave,
+                    grouped,
                 }
             },
         )
@@ -304,11 +309,21 @@ fn realistic_log(rounds: Vec<Round>, last_open: bool) -> Vec<Record> {
                 }
             }
         } else {
+            let bind = |record: Record, first: bool| {
+                if r.grouped && !first {
+                    record.bound_to_previous()
+                } else {
+                    record
+                }
+            };
             for (j, &(use_t, _)) in r.calls.iter().enumerate() {
-                records.push(Record::tool_use(id(j), use_t));
+                records.push(bind(
+                    Record::tool_use(id(j), use_t),
+                    j == 0 && r.assistant.is_none(),
+                ));
             }
-            for &j in &answered {
-                records.push(Record::tool_result(id(j), r.calls[j].1));
+            for (k, &j) in answered.iter().enumerate() {
+                records.push(bind(Record::tool_result(id(j), r.calls[j].1), k == 0));
             }
         }
     }
@@ -318,19 +333,22 @@ fn realistic_log(rounds: Vec<Round>, last_open: bool) -> Vec<Record> {
 /// Anything goes: results before their use, orphans, duplicates of both kinds, calls
 /// never answered, zero-token records, from a small id alphabet so ids collide often.
 fn adversarial_log() -> impl Strategy<Value = Vec<Record>> {
-    proptest::collection::vec(
-        (0u8..4, 0u8..6, prop_oneof![Just(0u64), 0u64..8, 0u64..200]),
-        0..40,
-    )
-    .prop_map(|ops| {
+    let tokens = prop_oneof![Just(0u64), 0u64..8, 0u64..200];
+    let op = (0u8..4, 0u8..6, tokens, proptest::bool::weighted(0.2));
+    proptest::collection::vec(op, 0..40).prop_map(|ops| {
         ops.into_iter()
-            .map(|(kind, id, tokens)| {
+            .map(|(kind, id, tokens, bound)| {
                 let id = CallId::from(format!("c{id}"));
-                match kind {
+                let record = match kind {
                     0 => Record::user(tokens),
                     1 => Record::assistant(tokens),
                     2 => Record::tool_use(id, tokens),
                     _ => Record::tool_result(id, tokens),
+                };
+                if bound {
+                    record.bound_to_previous()
+                } else {
+                    record
                 }
             })
             .collect()

@@ -1,0 +1,67 @@
+//! Opening the input and reading records, with errors as `FILE:LINE: what is wrong`.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use cutpoint::Tracker;
+use cutpoint::jsonl::Reader;
+
+/// Input formats the CLI reads.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Format {
+    /// cutpoint's records JSONL: {"kind":"tool_use","call_id":"a","tokens":12} per line.
+    Records,
+}
+
+/// An opened input and the name to print in errors.
+pub(crate) struct Input {
+    pub(crate) name: String,
+    pub(crate) reader: Box<dyn BufRead>,
+}
+
+/// Opens `file`, or stdin for `-` or none.
+pub(crate) fn open(file: Option<&Path>) -> Result<Input, String> {
+    match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let name = path.display().to_string();
+            let file = File::open(path).map_err(|e| format!("{name}: cannot open: {e}"))?;
+            Ok(Input {
+                name,
+                reader: Box::new(BufReader::with_capacity(1 << 16, file)),
+            })
+        }
+        _ => Ok(Input {
+            name: "<stdin>".to_owned(),
+            reader: Box::new(io::stdin().lock()),
+        }),
+    }
+}
+
+/// Reads records JSONL into a tracker. Errors read `FILE:LINE: what is wrong`.
+pub(crate) fn read_tracker(input: Input) -> Result<Tracker, String> {
+    let Input { name, reader } = input;
+    let mut tracker = Tracker::new();
+    for item in Reader::new(reader) {
+        let (line, record) = item.map_err(|e| {
+            let line = e.line();
+            let text = e.to_string();
+            let rest = text
+                .strip_prefix(&format!("line {line}: "))
+                .unwrap_or(&text);
+            format!("{name}:{line}: {rest}")
+        })?;
+        tracker
+            .append(record)
+            .map_err(|e| format!("{name}:{line}: {e}"))?;
+    }
+    Ok(tracker)
+}
+
+/// Prints `message` on stderr and returns the bad-input exit status.
+pub(crate) fn bad_input(message: &str) -> ExitCode {
+    eprintln!("{message}");
+    ExitCode::from(super::EXIT_BAD_INPUT)
+}

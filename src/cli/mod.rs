@@ -1,0 +1,9 @@
+//! Subcommands of the `cutpoint` binary, one per file, and what they share.
+
+pub(crate) mod cut;
+pub(crate) mod input;
+
+/// Exit status for a compaction that must defer.
+pub(crate) const EXIT_DEFER: u8 = 3;
+/// Exit status for input that cannot be read or parsed.
+pub(crate) const EXIT_BAD_INPUT: u8 = 2;
