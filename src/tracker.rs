@@ -69,10 +69,13 @@ use crate::record::{CallId, Record, RecordKind};
 /// Cost: about one pass over the id's bytes per seed.
 #[derive(Clone)]
 pub struct Tracker {
-    sums: PrefixSums,
-    cuts: LegalCuts,
-    calls: CallBook,
-    anomalies: Anomalies,
+    // pub(crate) so that each feature (compaction, streaming, snapshots) can keep its
+    // `impl Tracker` block in its own module; only this file's `append` and those
+    // blocks mutate them, and `assert_invariants` checks every one.
+    pub(crate) sums: PrefixSums,
+    pub(crate) cuts: LegalCuts,
+    pub(crate) calls: CallBook,
+    pub(crate) anomalies: Anomalies,
 }
 
 /// What an accepted append did.
