@@ -22,10 +22,23 @@ enum Command {
     /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
     Cut(cli::cut::Args),
+    /// Check a log against the five conditions of safe compaction.
+    ///
+    /// Prints each violation as FILE:LINE: kind: call_id. Exit status: 0 clean; 1 with
+    /// violations; 2 on bad input.
+    Check(cli::check::Args),
+    /// Compact a log: replace the region between the pinned head and the legal cut
+    /// nearest the target by one summary record, and print the compacted log.
+    ///
+    /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
+    /// on stderr); 2 on bad input.
+    Compact(cli::compact::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Cut(args) => cli::cut::run(args),
+        Command::Check(args) => cli::check::run(args),
+        Command::Compact(args) => cli::compact::run(args),
     }
 }
