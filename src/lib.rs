@@ -54,6 +54,7 @@ mod tracker;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
+pub mod search;
 pub mod synth;
 
 pub use error::{AppendError, Defer};

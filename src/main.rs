@@ -22,10 +22,14 @@ enum Command {
     /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
     Cut(cli::cut::Args),
+    /// Measure this machine on a generated realistic session: append rates, query
+    /// latency, memory per record, and the speed-up over the specification's rescan.
+    Bench(cli::bench::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Cut(args) => cli::cut::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     }
 }

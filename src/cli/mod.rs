@@ -1,5 +1,6 @@
 //! Subcommands of the `cutpoint` binary, one per file, and what they share.
 
+pub(crate) mod bench;
 pub(crate) mod cut;
 pub(crate) mod input;
 
