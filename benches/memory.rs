@@ -49,8 +49,9 @@ fn main() {
         }
         drop(session);
         let stats = region.change();
-        let counted = stats.bytes_allocated as i64 - stats.bytes_deallocated as i64
-            + stats.bytes_reallocated as i64;
+        // stats_alloc already folds reallocations into these two (growth into
+        // `bytes_allocated`, shrinking into `bytes_deallocated`).
+        let counted = stats.bytes_allocated as i64 - stats.bytes_deallocated as i64;
         let estimate = tracker.heap_bytes() as i64;
         println!(
             "{:>10} {:>14} {:>12.2} {:>14} {:>8.1}% {:>11} {:>10}",

@@ -23,7 +23,7 @@ pub(crate) struct Args {
     records: u64,
     /// Records for the comparison with the specification's rescan, whose queries cost
     /// O(records x window): keep it small.
-    #[arg(long, value_name = "N", default_value_t = 10_000,
+    #[arg(long, value_name = "N", default_value_t = 100_000,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     reference_records: u64,
     /// Seed of the generated session.
