@@ -437,6 +437,28 @@ mod tests {
     }
 
     #[test]
+    fn legal_cut_positions_as_u32_with_revocations() {
+        // The legal-cut index's use: increasing u32 positions, "largest cut <= pos"
+        // searches, cuts popped from the top when a late call revokes them.
+        let cuts: Vec<u32> = (0..5_000u32).filter(|p| p % 3 != 1).collect();
+        let mut ix = SampledIndex::<u32, 4>::from_vec(cuts.clone());
+        for pos in 0..5_100u32 {
+            let want = cuts.partition_point(|&c| c <= pos);
+            assert_eq!(ix.search_levels(|&c| c <= pos), want, "pos {pos}");
+        }
+        ix.truncate(1_000);
+        ix.assert_invariants();
+        for pos in (0..5_100u32).step_by(7) {
+            let want = cuts[..1_000].partition_point(|&c| c <= pos);
+            assert_eq!(
+                ix.search_levels(|&c| c <= pos),
+                want,
+                "after truncate, pos {pos}"
+            );
+        }
+    }
+
+    #[test]
     fn empty_and_tiny() {
         check::<2>(&[]);
         check::<2>(&[7]);
