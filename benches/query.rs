@@ -6,10 +6,14 @@
 //! - `sampled`: the same query on the same data through `cutpoint::search` (sampled
 //!   index for the target record and the legal cut, a gallop back from the target for
 //!   the floor): what the tracker will cost once its index uses them;
+//! - `sampled_bitmap`: as `sampled`, but the legal cuts as one bit per position (the
+//!   largest legal cut at or before the target record is found in the target's word,
+//!   or by scanning back word by word): a prototype for the index, measured here;
 //! - `reference`: the seed's rescan (`cutpoint::reference`) at 10^3..10^5, for the
 //!   speed-up.
 //!
-//! The `sampled` answers are checked against the tracker's before timing.
+//! The `sampled` and `sampled_bitmap` answers are checked against the tracker's before
+//! timing.
 
 use std::time::Duration;
 
@@ -61,6 +65,45 @@ impl Sampled {
     }
 }
 
+/// Legal cuts as a bitmap: bit `p` set when cut `p` is legal.
+struct CutBits(Vec<u64>);
+
+impl CutBits {
+    fn new(tracker: &Tracker) -> Self {
+        let mut words = vec![0u64; tracker.len() / 64 + 1];
+        for c in tracker.legal_cuts() {
+            words[c / 64] |= 1 << (c % 64);
+        }
+        CutBits(words)
+    }
+
+    /// The largest legal cut `<= pos`; cut 0 is always legal, so the scan ends.
+    fn at_or_before(&self, pos: usize) -> usize {
+        let mut w = pos / 64;
+        let mut bits = self.0[w] & (u64::MAX >> (63 - pos % 64));
+        while bits == 0 {
+            w -= 1;
+            bits = self.0[w];
+        }
+        w * 64 + 63 - bits.leading_zeros() as usize
+    }
+}
+
+impl Sampled {
+    fn select_bitmap(&self, bits: &CutBits, target: u64, lookback: u64) -> Option<usize> {
+        let sums = self.sums.as_slice();
+        let t = self.sums.partition_point(|&s| s < target);
+        let floor = match sums[t].checked_sub(lookback).filter(|&th| th > 0) {
+            None => 0,
+            Some(threshold) => {
+                (1 + partition_point_from_end(&sums[..t], |&s| s < threshold)).min(t)
+            }
+        };
+        let best = bits.at_or_before(t);
+        (best >= floor).then_some(best)
+    }
+}
+
 fn query(c: &mut Criterion) {
     let mut group = c.benchmark_group("select_legal_cut");
     group.warm_up_time(Duration::from_millis(500));
@@ -70,10 +113,13 @@ fn query(c: &mut Criterion) {
         let tracker = Tracker::from_records(records.clone()).expect("valid");
         let ts = targets(tracker.total_tokens(), 1 << 12);
         let sampled = Sampled::new(&tracker);
+        let bits = CutBits::new(&tracker);
         for &t in &ts {
+            let want = tracker.select_legal_cut(t, LOOKBACK).ok();
+            assert_eq!(sampled.select(t, LOOKBACK), want, "target {t}");
             assert_eq!(
-                sampled.select(t, LOOKBACK),
-                tracker.select_legal_cut(t, LOOKBACK).ok(),
+                sampled.select_bitmap(&bits, t, LOOKBACK),
+                want,
                 "target {t}"
             );
         }
@@ -89,6 +135,13 @@ fn query(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 1) % ts.len();
                 black_box(sampled.select(ts[i], LOOKBACK))
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("sampled_bitmap", n), &ts, |b, ts| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % ts.len();
+                black_box(sampled.select_bitmap(&bits, ts[i], LOOKBACK))
             })
         });
         if n <= 100_000 {
