@@ -1,26 +1,128 @@
-//! `select_legal_cut`: the tracker at 10^3..10^6 records against the seed's rescan
-//! (`cutpoint::reference`) at 10^3..10^4, on the same seeded sessions and targets.
+//! `select_legal_cut` at 10^3..10^7 records of a seeded realistic session, random
+//! targets:
+//!
+//! - `tracker`: the tracker as it is (three binary searches: target record, lookback
+//!   floor, legal cut);
+//! - `sampled`: the same query on the same data through `cutpoint::search` (sampled
+//!   index for the target record and the legal cut, a gallop back from the target for
+//!   the floor): what the tracker will cost once its index uses them;
+//! - `sampled_bitmap`: as `sampled`, but the legal cuts as one bit per position (the
+//!   largest legal cut at or before the target record is found in the target's word,
+//!   or by scanning back word by word): a prototype for the index, measured here;
+//! - `reference`: the seed's rescan (`cutpoint::reference`) at 10^3..10^5, for the
+//!   speed-up.
+//!
+//! The `sampled` and `sampled_bitmap` answers are checked against the tracker's before
+//! timing.
+
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use cutpoint::search::{SampledIndex, partition_point_from_end};
 use cutpoint::synth::{Rng, Session};
 use cutpoint::{Tracker, reference};
 use std::hint::black_box;
 
-/// Seeded random targets across the log, and the seed's default lookback idea: 15% of
-/// a typical budget, here a fixed 20k tokens.
+/// Seeded random targets across the log.
 fn targets(total: u64, count: usize) -> Vec<u64> {
     let mut rng = Rng::new(99);
-    (0..count).map(|_| rng.range(0, total)).collect()
+    (0..count).map(|_| rng.range(0, total - 1)).collect()
 }
 
+/// The seed's lookback, 15% of a budget: here a fixed 20k tokens.
 const LOOKBACK: u64 = 20_000;
+
+/// `select_legal_cut` for targets below the total, on `cutpoint::search`.
+struct Sampled {
+    sums: SampledIndex<u64>,
+    cuts: SampledIndex<u32>,
+}
+
+impl Sampled {
+    fn new(tracker: &Tracker) -> Self {
+        let sums = (1..=tracker.len())
+            .map(|c| tracker.tokens_before(c).expect("in the log"))
+            .collect();
+        let cuts = tracker.legal_cuts().map(|c| c as u32).collect();
+        Sampled {
+            sums: SampledIndex::from_vec(sums),
+            cuts: SampledIndex::from_vec(cuts),
+        }
+    }
+
+    fn select(&self, target: u64, lookback: u64) -> Option<usize> {
+        let sums = self.sums.as_slice();
+        let t = self.sums.partition_point(|&s| s < target);
+        let floor = match sums[t].checked_sub(lookback).filter(|&th| th > 0) {
+            None => 0,
+            Some(threshold) => {
+                (1 + partition_point_from_end(&sums[..t], |&s| s < threshold)).min(t)
+            }
+        };
+        let i = self.cuts.partition_point(|&c| c as usize <= t);
+        let best = self.cuts.as_slice()[i - 1] as usize;
+        (best >= floor).then_some(best)
+    }
+}
+
+/// Legal cuts as a bitmap: bit `p` set when cut `p` is legal.
+struct CutBits(Vec<u64>);
+
+impl CutBits {
+    fn new(tracker: &Tracker) -> Self {
+        let mut words = vec![0u64; tracker.len() / 64 + 1];
+        for c in tracker.legal_cuts() {
+            words[c / 64] |= 1 << (c % 64);
+        }
+        CutBits(words)
+    }
+
+    /// The largest legal cut `<= pos`; cut 0 is always legal, so the scan ends.
+    fn at_or_before(&self, pos: usize) -> usize {
+        let mut w = pos / 64;
+        let mut bits = self.0[w] & (u64::MAX >> (63 - pos % 64));
+        while bits == 0 {
+            w -= 1;
+            bits = self.0[w];
+        }
+        w * 64 + 63 - bits.leading_zeros() as usize
+    }
+}
+
+impl Sampled {
+    fn select_bitmap(&self, bits: &CutBits, target: u64, lookback: u64) -> Option<usize> {
+        let sums = self.sums.as_slice();
+        let t = self.sums.partition_point(|&s| s < target);
+        let floor = match sums[t].checked_sub(lookback).filter(|&th| th > 0) {
+            None => 0,
+            Some(threshold) => {
+                (1 + partition_point_from_end(&sums[..t], |&s| s < threshold)).min(t)
+            }
+        };
+        let best = bits.at_or_before(t);
+        (best >= floor).then_some(best)
+    }
+}
 
 fn query(c: &mut Criterion) {
     let mut group = c.benchmark_group("select_legal_cut");
-    for &n in &[1_000usize, 10_000, 100_000, 1_000_000] {
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    for n in [1_000usize, 10_000, 100_000, 1_000_000, 10_000_000] {
         let records = Session::records(7, n);
         let tracker = Tracker::from_records(records.clone()).expect("valid");
-        let ts = targets(tracker.total_tokens(), 1024);
+        let ts = targets(tracker.total_tokens(), 1 << 12);
+        let sampled = Sampled::new(&tracker);
+        let bits = CutBits::new(&tracker);
+        for &t in &ts {
+            let want = tracker.select_legal_cut(t, LOOKBACK).ok();
+            assert_eq!(sampled.select(t, LOOKBACK), want, "target {t}");
+            assert_eq!(
+                sampled.select_bitmap(&bits, t, LOOKBACK),
+                want,
+                "target {t}"
+            );
+        }
         group.bench_with_input(BenchmarkId::new("tracker", n), &ts, |b, ts| {
             let mut i = 0;
             b.iter(|| {
@@ -28,7 +130,25 @@ fn query(c: &mut Criterion) {
                 black_box(tracker.select_legal_cut(ts[i], LOOKBACK).ok())
             })
         });
-        if n <= 10_000 {
+        group.bench_with_input(BenchmarkId::new("sampled", n), &ts, |b, ts| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % ts.len();
+                black_box(sampled.select(ts[i], LOOKBACK))
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("sampled_bitmap", n), &ts, |b, ts| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + 1) % ts.len();
+                black_box(sampled.select_bitmap(&bits, ts[i], LOOKBACK))
+            })
+        });
+        if n <= 100_000 {
+            if n == 100_000 {
+                // About a millisecond per query: the minimum sample count suffices.
+                group.sample_size(10);
+            }
             group.bench_with_input(BenchmarkId::new("reference", n), &ts, |b, ts| {
                 let mut i = 0;
                 b.iter(|| {
@@ -36,7 +156,9 @@ fn query(c: &mut Criterion) {
                     black_box(reference::select_legal_cut(&records, ts[i], LOOKBACK).ok())
                 })
             });
+            group.sample_size(100);
         }
+        drop(records);
     }
     group.finish();
 }

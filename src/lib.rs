@@ -57,6 +57,7 @@ pub mod validate;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
+pub mod search;
 pub mod synth;
 
 pub use error::{AppendError, Defer};

@@ -33,6 +33,9 @@ enum Command {
     /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input.
     Compact(cli::compact::Args),
+    /// Measure this machine on a generated realistic session: append rates, query
+    /// latency, memory per record, and the speed-up over the specification's rescan.
+    Bench(cli::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,5 +43,6 @@ fn main() -> ExitCode {
         Command::Cut(args) => cli::cut::run(args),
         Command::Check(args) => cli::check::run(args),
         Command::Compact(args) => cli::compact::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     }
 }

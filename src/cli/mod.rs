@@ -2,6 +2,7 @@
 
 pub(crate) mod check;
 pub(crate) mod compact;
+pub(crate) mod bench;
 pub(crate) mod cut;
 pub(crate) mod input;
 
