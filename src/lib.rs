@@ -51,12 +51,14 @@ mod index;
 mod record;
 mod tracker;
 
+pub mod event;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
 pub mod synth;
 
 pub use error::{AppendError, Defer};
+pub use event::{Event, EventError, Handled};
 pub use index::MAX_RECORDS;
 pub use record::{CallId, Record, RecordKind};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
