@@ -55,6 +55,8 @@ pub mod event;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
+#[cfg(feature = "stream")]
+pub mod stream;
 pub mod synth;
 
 pub use error::{AppendError, Defer};
