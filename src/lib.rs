@@ -54,6 +54,7 @@ mod tracker;
 pub mod event;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
+pub mod policy;
 pub mod reference;
 #[cfg(feature = "stream")]
 pub mod stream;
