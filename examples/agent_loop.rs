@@ -40,6 +40,8 @@ use futures::channel::mpsc::{UnboundedSender, unbounded};
 
 /// The context budget the policy works against.
 const BUDGET: u64 = 60_000;
+/// The seed used when none is given: its session defers five times mid-turn.
+pub(crate) const DEFAULT_SEED: u64 = 2;
 /// Agent turns (user message, rounds of tool calls, a final answer) to simulate.
 const TURNS: usize = 30;
 
@@ -505,7 +507,7 @@ async fn main() {
     let seed = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(7);
+        .unwrap_or(DEFAULT_SEED);
     let out = run(seed).await;
     println!(
         "done: {} events, {} compactions, {} deferrals, {} validation failures",

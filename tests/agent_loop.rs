@@ -49,11 +49,12 @@ fn check(seed: u64, out: &agent_loop::Outcome) {
 #[tokio::test(start_paused = true)]
 async fn the_example_compacts_and_defers_mid_turn_with_a_valid_log() {
     // The seed `cargo run --example agent_loop` uses.
-    let out = agent_loop::run(7).await;
-    check(7, &out);
+    let seed = agent_loop::DEFAULT_SEED;
+    let out = agent_loop::run(seed).await;
+    check(seed, &out);
     assert!(out.compactions >= 1, "{:#?}", out.lines);
     assert!(out.deferrals >= 1, "{:#?}", out.lines);
-    let again = agent_loop::run(7).await;
+    let again = agent_loop::run(seed).await;
     assert_eq!(again.lines, out.lines, "deterministic from its seed");
     assert_eq!(again.events, out.events);
 }
