@@ -72,7 +72,7 @@ struct Agent {
     log: Vec<Record>,
     /// Whether the last record is still streaming.
     open: bool,
-    /// Calls dispatched whose result has not landed: id -> when it was called.
+    /// Calls whose tool_use has opened and whose result has not landed: id -> turn.
     in_flight: BTreeMap<String, usize>,
     turn: usize,
     rounds_left: u64,
