@@ -53,6 +53,14 @@ pub enum AppendError {
         /// The log's total before it.
         total: u64,
     },
+    /// The last record is still open (streaming): close it before appending another.
+    #[error("record {at}: the record at {open_at} is still open; close it first")]
+    RecordOpen {
+        /// Position the refused record would have taken.
+        at: usize,
+        /// Position of the open record.
+        open_at: usize,
+    },
     /// The log already holds [`MAX_RECORDS`](crate::MAX_RECORDS) records.
     #[error("record {at}: the log is full ({max} records at most)", max = crate::MAX_RECORDS)]
     Full {

@@ -131,6 +131,16 @@ impl PrefixSums {
         self.sums.push_back(total.wrapping_sub(self.shift));
     }
 
+    /// Makes the last record's inclusive prefix sum `total` (`len > 0`, and `total` is
+    /// at least the sum before that record, checked by the caller): how an open
+    /// record grows or takes its reported size. **O(1)**.
+    pub(crate) fn set_last(&mut self, total: u64) {
+        debug_assert!(total >= self.before(self.len().saturating_sub(1)));
+        if let Some(last) = self.sums.back_mut() {
+            *last = total.wrapping_sub(self.shift);
+        }
+    }
+
     /// Tokens of records `0..cut`. **O(1)**. `cut <= len`.
     pub(crate) fn before(&self, cut: usize) -> u64 {
         if cut == 0 { 0 } else { self.at(cut - 1) }

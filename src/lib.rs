@@ -24,6 +24,12 @@
 //! [`reference`](mod@reference) holds the specification's naive algorithm, which the tracker is tested
 //! against. With the `jsonl` feature, [`jsonl`] reads the records JSONL format.
 //!
+//! Live turns: records can stream in open (see [`event`](mod@event): open, grow by
+//! deltas, close, as [`Event`]s for [`Tracker::handle`]); the [`policy`] says when to
+//! compact, where, or what to wait for; with the `stream` feature, [`stream`](mod@stream)
+//! shares a tracker between tasks and waits for the next legal cut
+//! (`legal_cut_ready`).
+//!
 //! ```
 //! use cutpoint::{Record, Tracker};
 //!
@@ -54,13 +60,18 @@ mod tracker;
 pub mod compact;
 pub mod validate;
 
+pub mod event;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
+pub mod policy;
 pub mod reference;
 pub mod search;
+#[cfg(feature = "stream")]
+pub mod stream;
 pub mod synth;
 
 pub use error::{AppendError, Defer};
+pub use event::{Event, EventError, Handled};
 pub use index::MAX_RECORDS;
 pub use record::{CallId, Record, RecordKind};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};

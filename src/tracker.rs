@@ -53,7 +53,8 @@ use crate::record::{CallId, Record, RecordKind};
 ///    `total_tokens`.
 /// 2. `cuts` is strictly increasing, starts with 0, and holds exactly the legal cuts
 ///    `<= len` under the rules above, given the records appended so far.
-/// 3. `len` is a legal cut if and only if no call is pending.
+/// 3. `len` is a legal cut if and only if no call is pending and the last record is not
+///    open (still streaming, see [`event`](crate::event)).
 /// 4. A call id is in at most one of: pending (use seen, no result), early (result seen,
 ///    no use), completed (both seen, or covered by a summary). Every pending call and
 ///    early result lies inside the log; an early result's duplicates follow it, in
@@ -81,6 +82,9 @@ pub struct Tracker {
     pub(crate) cuts: LegalCuts,
     pub(crate) calls: CallBook,
     pub(crate) anomalies: Anomalies,
+    /// Whether the last record is open (still streaming; see `crate::event`): then cut
+    /// `len` is not legal whatever is pending, and no record may be appended.
+    pub(crate) last_open: bool,
 }
 
 /// What an accepted append did.
@@ -149,6 +153,7 @@ impl std::fmt::Debug for Tracker {
             .field("legal_cuts", &self.cuts.len())
             .field("pending", &self.calls.pending_len())
             .field("anomalies", &self.anomalies)
+            .field("last_open", &self.last_open)
             .finish()
     }
 }
@@ -161,6 +166,7 @@ impl Tracker {
             cuts: LegalCuts::default(),
             calls: CallBook::new(),
             anomalies: Anomalies::default(),
+            last_open: false,
         }
     }
 
@@ -184,10 +190,30 @@ impl Tracker {
     ///
     /// # Errors
     /// [`AppendError::DuplicateCall`] for a second `tool_use` with one id,
-    /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`] and
-    /// [`AppendError::Full`]. On error the tracker is exactly as it was before the call.
+    /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`],
+    /// [`AppendError::Full`] and [`AppendError::RecordOpen`] (the last record is still
+    /// streaming; close it first). On error the tracker is exactly as it was before the
+    /// call.
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
+        self.push_record(record, false)
+    }
+
+    /// [`append`](Tracker::append), leaving the record open when `open` (see
+    /// `crate::event`): everything is decided now except the cut after the record, which
+    /// `close` decides. That split is exact because nothing but the open record's size
+    /// can change before it closes.
+    pub(crate) fn push_record(
+        &mut self,
+        record: Record,
+        open: bool,
+    ) -> Result<Appended, AppendError> {
         let at = self.len();
+        if self.last_open {
+            return Err(AppendError::RecordOpen {
+                at,
+                open_at: at - 1,
+            });
+        }
         if at >= MAX_RECORDS {
             return Err(AppendError::Full { at });
         }
@@ -266,8 +292,8 @@ impl Tracker {
             self.cuts.revoke_after(at - 1);
         }
         self.sums.push(new_total);
-        let cut_after_is_legal =
-            self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending");
+        self.last_open = open;
+        let cut_after_is_legal = !open && self.cut_at_len_is_legal();
         if cut_after_is_legal {
             self.cuts.push(at + 1);
         }
@@ -276,6 +302,11 @@ impl Tracker {
             cut_after_is_legal,
             anomaly,
         })
+    }
+
+    /// Rule (a) for cut `len`, decided when the last record is complete.
+    pub(crate) fn cut_at_len_is_legal(&self) -> bool {
+        self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending")
     }
 
     /// Number of records. **O(1)**.
@@ -456,8 +487,12 @@ impl Tracker {
         }
         assert_eq!(
             self.cuts.last() == len,
-            self.calls.pending_is_empty(),
-            "len is legal iff no call is pending"
+            self.calls.pending_is_empty() && !self.last_open,
+            "len is legal iff no call is pending and no record is open"
+        );
+        assert!(
+            !self.last_open || len > 0,
+            "an open record lies inside the log"
         );
         for p in self.calls.pending() {
             // Rule (a): no cut after a pending call is legal.

@@ -1,8 +1,8 @@
 //! Subcommands of the `cutpoint` binary, one per file, and what they share.
 
+pub(crate) mod bench;
 pub(crate) mod check;
 pub(crate) mod compact;
-pub(crate) mod bench;
 pub(crate) mod cut;
 pub(crate) mod input;
 

@@ -1,0 +1,296 @@
+//! The trigger policy: the small object an agent loop consults after each event to
+//! learn whether to compact now, where, or what to wait for.
+//!
+//! ```text
+//!   total < threshold ───────────────────────────────▶ Nothing
+//!   legal cut in the seed's window, past the head ───▶ CompactNow(head..cut)
+//!   else a legal cut past the target already exists ─▶ CompactNow(head..cut), past_target
+//!   else ────────────────────────────────────────────▶ Defer { waiting_on, resume_at }
+//!                                                         │
+//!            SharedTracker::legal_cut_ready(resume_at) ◀──┘ then decide again
+//! ```
+//!
+//! Deferral follows the seed: when no legal cut lies within the lookback, compaction
+//! waits for the next safe point rather than forcing an illegal cut. The next safe point
+//! is the first legal cut past the target, which mid-turn appears the moment the last
+//! pending result lands (cuts that are illegal now never become legal later; only new
+//! ones appear). At that point the policy compacts past its target: more than asked,
+//! never less than safe.
+//!
+//! The policy is sans-IO and cheap: [`TriggerPolicy::decide`] is **O(log n)**, plus
+//! **O(k log k)** over the `k` pending calls when it defers.
+
+use std::fmt;
+
+use crate::record::CallId;
+use crate::tracker::Tracker;
+
+/// When and where to compact, as fractions of a context budget.
+///
+/// - **threshold**: compact once the log holds at least `threshold × budget` tokens
+///   (default 0.8);
+/// - **keep**: aim to keep about `keep × budget` of the newest tokens raw (default 0.4;
+///   keep it well below the threshold, or every event triggers again);
+/// - **lookback**: how far before its target the cut may fall, the seed's lookback
+///   (default 0.15, the seed's "15% of budget");
+/// - **pinned head**: the first records (system prompt, task) are never compacted; the
+///   compacted region starts at the first legal cut at or after them (default 0).
+///
+/// ```
+/// use cutpoint::policy::{Decision, TriggerPolicy};
+/// use cutpoint::{Record, Tracker};
+/// let policy = TriggerPolicy::new(10_000)
+///     .threshold(0.5)?
+///     .keep(0.2)?
+///     .lookback(0.5)?
+///     .pinned_head(1);
+/// let mut t = Tracker::new();
+/// t.append(Record::user(1_000))?; // the task: pinned
+/// t.append(Record::assistant(500))?;
+/// assert_eq!(policy.decide(&t), Decision::Nothing);
+/// t.append(Record::tool_use("toolu_1", 50))?;
+/// t.append(Record::tool_result("toolu_1", 4_000))?;
+/// let Decision::CompactNow(plan) = policy.decide(&t) else { panic!() };
+/// assert_eq!((plan.head, plan.cut), (1, 2)); // never inside the pair
+/// // A call in flight and a big result of another: wait for the call.
+/// t.append(Record::tool_use("toolu_2", 50))?;
+/// t.append(Record::tool_use("toolu_3", 50))?;
+/// t.append(Record::tool_result("toolu_3", 9_000))?;
+/// let policy = policy.lookback(0.1)?;
+/// let Decision::Defer(wait) = policy.decide(&t) else { panic!() };
+/// assert_eq!(wait.waiting_on, ["toolu_2"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TriggerPolicy {
+    budget_tokens: u64,
+    threshold: f64,
+    keep: f64,
+    lookback: f64,
+    pinned_head: usize,
+}
+
+/// A fraction given to [`TriggerPolicy`] outside `0.0..=1.0` (or not a number).
+#[derive(Clone, Copy, PartialEq, Debug, thiserror::Error)]
+#[non_exhaustive]
+#[error("policy {name} must be a fraction of the budget in 0.0..=1.0, got {value}")]
+pub struct PolicyError {
+    /// `threshold`, `keep` or `lookback`.
+    pub name: &'static str,
+    /// The value refused.
+    pub value: f64,
+}
+
+/// What the agent loop should do now.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Decision {
+    /// The log is under the threshold.
+    Nothing,
+    /// Compact records `head..cut` now; both cuts are legal.
+    CompactNow(PlannedCut),
+    /// Over the threshold, but no legal cut is usable yet: wait, then decide again.
+    Defer(Deferral),
+}
+
+/// Where to compact: records `head..cut` go into a summary, `..head` (pinned) and
+/// `cut..` stay raw. Both `head` and `cut` are legal cuts, so no pair straddles either.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct PlannedCut {
+    /// The first record compacted: the first legal cut at or after the pinned head.
+    pub head: usize,
+    /// The first record kept.
+    pub cut: usize,
+    /// Tokens of records `head..cut`.
+    pub compacted_tokens: u64,
+    /// Tokens of the log as it is now.
+    pub total_tokens: u64,
+    /// The cut lies past the token target: no legal cut was within the lookback, and
+    /// this is the next safe point after it.
+    pub past_target: bool,
+}
+
+/// Why the policy waits, and for what.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Deferral {
+    /// Why.
+    pub reason: DeferReason,
+    /// The calls in flight, in log order: every one must land before a new legal cut
+    /// can appear (a legal cut past the log's end needs all of them answered).
+    pub waiting_on: Vec<CallId>,
+    /// Wait for a legal cut at or after this position
+    /// ([`SharedTracker::legal_cut_ready`](crate::stream::SharedTracker::legal_cut_ready)),
+    /// then decide again. None exists when the policy defers.
+    pub resume_at: usize,
+    /// Tokens of the log as it is now.
+    pub total_tokens: u64,
+}
+
+/// Why a [`Deferral`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum DeferReason {
+    /// Tool calls are in flight: every cut near the target would split a pair.
+    CallsInFlight,
+    /// The last record (at this position) is still streaming.
+    RecordOpen {
+        /// Position of the open record.
+        at: usize,
+    },
+    /// Nothing lies between the pinned head and the end of the log; more records are
+    /// needed.
+    NothingAfterHead,
+}
+
+impl fmt::Display for Deferral {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            DeferReason::CallsInFlight => f.write_str("calls in flight")?,
+            DeferReason::RecordOpen { at } => write!(f, "record {at} still streaming")?,
+            DeferReason::NothingAfterHead => f.write_str("nothing after the pinned head")?,
+        }
+        if !self.waiting_on.is_empty() {
+            f.write_str(", waiting on ")?;
+            for (i, id) in self.waiting_on.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(id)?;
+            }
+        }
+        write!(f, "; resumes at the first legal cut >= {}", self.resume_at)
+    }
+}
+
+fn fraction(name: &'static str, value: f64) -> Result<f64, PolicyError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(PolicyError { name, value })
+    }
+}
+
+impl TriggerPolicy {
+    /// A policy for a context of `budget_tokens`, with the defaults above. **O(1)**.
+    pub fn new(budget_tokens: u64) -> Self {
+        TriggerPolicy {
+            budget_tokens,
+            threshold: 0.8,
+            keep: 0.4,
+            lookback: 0.15,
+            pinned_head: 0,
+        }
+    }
+
+    /// Compact once the log holds `fraction × budget` tokens. **O(1)**.
+    ///
+    /// # Errors
+    /// [`PolicyError`] unless `0.0 <= fraction <= 1.0`.
+    pub fn threshold(mut self, fraction_of_budget: f64) -> Result<Self, PolicyError> {
+        self.threshold = fraction("threshold", fraction_of_budget)?;
+        Ok(self)
+    }
+
+    /// Keep about `fraction × budget` of the newest tokens raw. **O(1)**.
+    ///
+    /// # Errors
+    /// [`PolicyError`] unless `0.0 <= fraction <= 1.0`.
+    pub fn keep(mut self, fraction_of_budget: f64) -> Result<Self, PolicyError> {
+        self.keep = fraction("keep", fraction_of_budget)?;
+        Ok(self)
+    }
+
+    /// Let the cut fall up to `fraction × budget` tokens before its target. **O(1)**.
+    ///
+    /// # Errors
+    /// [`PolicyError`] unless `0.0 <= fraction <= 1.0`.
+    pub fn lookback(mut self, fraction_of_budget: f64) -> Result<Self, PolicyError> {
+        self.lookback = fraction("lookback", fraction_of_budget)?;
+        Ok(self)
+    }
+
+    /// Never compact the first `records` records. **O(1)**.
+    #[must_use]
+    pub fn pinned_head(mut self, records: usize) -> Self {
+        self.pinned_head = records;
+        self
+    }
+
+    /// The context budget. **O(1)**.
+    pub fn budget_tokens(&self) -> u64 {
+        self.budget_tokens
+    }
+
+    fn tokens(&self, fraction: f64) -> u64 {
+        // Budgets are far below 2^53, where f64 is exact; `as` saturates beyond.
+        (self.budget_tokens as f64 * fraction).round() as u64
+    }
+
+    /// The log size at which the policy fires. **O(1)**.
+    pub fn threshold_tokens(&self) -> u64 {
+        self.tokens(self.threshold)
+    }
+
+    /// Decides what the loop should do with the log as `tracker` holds it now.
+    /// **O(log n)**, plus **O(k log k)** over the `k` pending calls when it defers.
+    ///
+    /// Guarantees, checked by `tests/policy.rs`: a [`PlannedCut`]'s `head` and `cut` are
+    /// legal cuts with `head < cut`; a [`Deferral`] comes only when no legal cut at or
+    /// after its `resume_at` exists (so waiting for one never resolves at once), and
+    /// never when the log's end is a legal cut past the head.
+    pub fn decide(&self, tracker: &Tracker) -> Decision {
+        let total = tracker.total_tokens();
+        if total < self.threshold_tokens() {
+            return Decision::Nothing;
+        }
+        let len = tracker.len();
+        let pinned = self.pinned_head.min(len);
+        let Some(head) = tracker.legal_cut_at_or_after(pinned) else {
+            return Decision::Defer(self.deferral(tracker, pinned + 1));
+        };
+        let plan = |cut: usize, past_target: bool| {
+            // Both are legal cuts, so `<= len`, and tokens_before answers.
+            let before = |c: usize| tracker.tokens_before(c).unwrap_or(total);
+            Decision::CompactNow(PlannedCut {
+                head,
+                cut,
+                compacted_tokens: before(cut) - before(head),
+                total_tokens: total,
+                past_target,
+            })
+        };
+        let target = total.saturating_sub(self.tokens(self.keep));
+        let from = match tracker.select_legal_cut(target, self.tokens(self.lookback)) {
+            Ok(cut) if cut > head => return plan(cut, false),
+            Ok(_) => head + 1,
+            Err(defer) => (defer.target_index + 1).max(head + 1),
+        };
+        match tracker.legal_cut_at_or_after(from) {
+            Some(cut) => plan(cut, true),
+            None => Decision::Defer(self.deferral(tracker, from)),
+        }
+    }
+
+    fn deferral(&self, tracker: &Tracker, resume_at: usize) -> Deferral {
+        let waiting_on: Vec<CallId> = tracker
+            .pending_calls()
+            .into_iter()
+            .map(|p| p.id.clone())
+            .collect();
+        let reason = if !waiting_on.is_empty() {
+            DeferReason::CallsInFlight
+        } else if let Some(at) = tracker.open_record() {
+            DeferReason::RecordOpen { at }
+        } else {
+            DeferReason::NothingAfterHead
+        };
+        Deferral {
+            reason,
+            waiting_on,
+            resume_at,
+            total_tokens: tracker.total_tokens(),
+        }
+    }
+}
