@@ -24,6 +24,18 @@ use crate::record::CallId;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Fingerprint(u64, u64);
 
+impl Fingerprint {
+    /// The two words, for snapshots.
+    pub(crate) fn words(self) -> [u64; 2] {
+        [self.0, self.1]
+    }
+
+    /// A fingerprint from its two words, as a snapshot stored them.
+    pub(crate) fn from_words([a, b]: [u64; 2]) -> Self {
+        Fingerprint(a, b)
+    }
+}
+
 impl Hash for Fingerprint {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // The first word is already a keyed, uniformly mixed hash: hand it over as is.
@@ -163,6 +175,34 @@ impl CallBook {
         }
     }
 
+    /// Whether a call with this fingerprint is pending. **O(1)** expected.
+    pub(crate) fn is_pending(&self, fp: &Fingerprint) -> bool {
+        self.pending.contains_key(fp)
+    }
+
+    /// Whether a result with this fingerprint waits for its call. **O(1)** expected.
+    pub(crate) fn is_early(&self, fp: &Fingerprint) -> bool {
+        self.early.contains_key(fp)
+    }
+
+    /// Position of the result with this fingerprint that waits for its call, if any.
+    /// **O(1)** expected.
+    pub(crate) fn early_at(&self, fp: &Fingerprint) -> Option<usize> {
+        self.early.get(fp).map(|e| e.first_at as usize)
+    }
+
+    /// Whether the call with this fingerprint has both its use and a result. **O(1)**
+    /// expected.
+    pub(crate) fn is_completed(&self, fp: &Fingerprint) -> bool {
+        self.completed.contains(fp)
+    }
+
+    /// Calls open at once, each keeping its id as a string: pending calls plus results
+    /// waiting for their call. **O(1)**.
+    pub(crate) fn open_len(&self) -> usize {
+        self.pending.len() + self.early.len()
+    }
+
     pub(crate) fn pending_is_empty(&self) -> bool {
         self.pending.is_empty()
     }
@@ -195,6 +235,53 @@ impl CallBook {
             + table::<Fingerprint, ()>(self.completed.capacity())
             + self.pending.values().map(|p| p.id.len()).sum::<usize>()
             + self.early.values().map(|e| e.id.len()).sum::<usize>()
+    }
+
+    // Snapshot support (src/snapshot.rs): the book's contents, and rebuilding it.
+
+    pub(crate) fn seeds(&self) -> [u64; 2] {
+        self.seeds
+    }
+
+    pub(crate) fn early(&self) -> impl Iterator<Item = &EarlyResult> {
+        self.early.values()
+    }
+
+    pub(crate) fn completed(&self) -> impl Iterator<Item = Fingerprint> + '_ {
+        self.completed.iter().copied()
+    }
+
+    /// Adds a pending call; `false` (and nothing added) if its id is already in the book.
+    pub(crate) fn insert_pending(&mut self, id: CallId, at: u32) -> bool {
+        let fp = self.fingerprint(&id);
+        if self.contains(&fp) {
+            return false;
+        }
+        self.pending.insert(fp, PendingCall { id, at });
+        true
+    }
+
+    /// Adds an early result; `false` (and nothing added) if its id is already in the book.
+    pub(crate) fn insert_early(&mut self, id: CallId, first_at: u32) -> bool {
+        let fp = self.fingerprint(&id);
+        if self.contains(&fp) {
+            return false;
+        }
+        self.early.insert(fp, EarlyResult { id, first_at });
+        true
+    }
+
+    /// Adds a completed call; `false` (and nothing added) if it is already in the book.
+    pub(crate) fn insert_completed(&mut self, fp: Fingerprint) -> bool {
+        if self.contains(&fp) {
+            return false;
+        }
+        self.completed.insert(fp);
+        true
+    }
+
+    fn contains(&self, fp: &Fingerprint) -> bool {
+        self.pending.contains_key(fp) || self.early.contains_key(fp) || self.completed.contains(fp)
     }
 
     /// Checks the book's own invariants. Panics with a description if one fails.

@@ -48,7 +48,11 @@
 mod calls;
 mod error;
 mod index;
+mod limits;
+mod mode;
 mod record;
+#[cfg(feature = "serde")]
+mod snapshot;
 mod tracker;
 
 #[cfg(feature = "jsonl")]
@@ -58,7 +62,11 @@ pub mod synth;
 
 pub use error::{AppendError, Defer};
 pub use index::MAX_RECORDS;
+pub use limits::{Limit, Limits};
+pub use mode::{Mode, Violation};
 pub use record::{CallId, Record, RecordKind};
+#[cfg(feature = "serde")]
+pub use snapshot::{Snapshot, SnapshotError};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
 
 /// The README's library example, compiled and run as a doctest.

@@ -3,6 +3,8 @@
 use crate::calls::{CallBook, ResultOutcome, SeenUse, UseOutcome};
 use crate::error::{AppendError, Defer};
 use crate::index::{LegalCuts, MAX_RECORDS, PrefixSums};
+use crate::limits::Limits;
+use crate::mode::Mode;
 use crate::record::{CallId, Record, RecordKind};
 
 /// An event-driven index of the legal compaction cuts of a conversation log.
@@ -76,6 +78,8 @@ pub struct Tracker {
     pub(crate) cuts: LegalCuts,
     pub(crate) calls: CallBook,
     pub(crate) anomalies: Anomalies,
+    pub(crate) limits: Limits,
+    pub(crate) mode: Mode,
 }
 
 /// What an accepted append did.
@@ -156,6 +160,8 @@ impl Tracker {
             cuts: LegalCuts::default(),
             calls: CallBook::new(),
             anomalies: Anomalies::default(),
+            limits: Limits::default(),
+            mode: Mode::default(),
         }
     }
 
@@ -179,9 +185,12 @@ impl Tracker {
     ///
     /// # Errors
     /// [`AppendError::DuplicateCall`] for a second `tool_use` with one id,
-    /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`] and
-    /// [`AppendError::Full`]. On error the tracker is exactly as it was before the call.
+    /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`],
+    /// [`AppendError::Full`], [`AppendError::LimitExceeded`] (see [`Limits`]) and, in
+    /// [`Mode::Strict`], [`AppendError::Violation`]. On error the tracker is exactly as it was before the call.
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
+        // Caps and strict mode (src/limits.rs, src/mode.rs); reads only.
+        self.admit(&record)?;
         let at = self.len();
         if at >= MAX_RECORDS {
             return Err(AppendError::Full { at });
