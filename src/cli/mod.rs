@@ -1,6 +1,7 @@
 //! Subcommands of the `cutpoint` binary, one per file, and what they share.
 
 pub(crate) mod cut;
+pub(crate) mod guard;
 pub(crate) mod input;
 
 /// Exit status for a compaction that must defer.
