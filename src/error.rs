@@ -58,7 +58,7 @@ pub enum AppendError {
     /// In [`Mode::Strict`](crate::Mode::Strict), a record that breaks pairing: an
     /// orphan or duplicate result, or a call after its result.
     #[error("{0}")]
-    Violation(crate::Violation),
+    Violation(crate::StrictViolation),
     /// The log already holds [`MAX_RECORDS`](crate::MAX_RECORDS) records.
     #[error("record {at}: the log is full ({max} records at most)", max = crate::MAX_RECORDS)]
     Full {

@@ -63,7 +63,7 @@ pub mod synth;
 pub use error::{AppendError, Defer};
 pub use index::MAX_RECORDS;
 pub use limits::{Limit, Limits};
-pub use mode::{Mode, Violation};
+pub use mode::{Mode, StrictViolation};
 pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]
 pub use snapshot::{Snapshot, SnapshotError};

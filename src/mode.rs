@@ -35,7 +35,7 @@ pub enum Mode {
 /// indexes (0-based).
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
-pub enum Violation {
+pub enum StrictViolation {
     /// A `tool_result` at `at` with no `tool_use` before it.
     OrphanResult {
         /// The result's id.
@@ -64,34 +64,34 @@ pub enum Violation {
     },
 }
 
-impl Violation {
+impl StrictViolation {
     /// The id of the record that breaks pairing. **O(1)**.
     pub fn call_id(&self) -> &CallId {
         match self {
-            Violation::OrphanResult { call_id, .. }
-            | Violation::DuplicateResult { call_id, .. }
-            | Violation::UseAfterResult { call_id, .. } => call_id,
+            StrictViolation::OrphanResult { call_id, .. }
+            | StrictViolation::DuplicateResult { call_id, .. }
+            | StrictViolation::UseAfterResult { call_id, .. } => call_id,
         }
     }
 
     /// Position the refused record would have taken. **O(1)**.
     pub fn at(&self) -> usize {
         match self {
-            Violation::OrphanResult { at, .. }
-            | Violation::DuplicateResult { at, .. }
-            | Violation::UseAfterResult { at, .. } => *at,
+            StrictViolation::OrphanResult { at, .. }
+            | StrictViolation::DuplicateResult { at, .. }
+            | StrictViolation::UseAfterResult { at, .. } => *at,
         }
     }
 }
 
-impl fmt::Display for Violation {
+impl fmt::Display for StrictViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::OrphanResult { call_id, at } => write!(
+            StrictViolation::OrphanResult { call_id, at } => write!(
                 f,
                 "record {at}: tool_result {call_id:?} has no tool_use before it (orphan result)"
             ),
-            Violation::DuplicateResult {
+            StrictViolation::DuplicateResult {
                 call_id,
                 at,
                 first_result,
@@ -105,7 +105,7 @@ impl fmt::Display for Violation {
                     None => f.write_str(" (the call is answered)"),
                 }
             }
-            Violation::UseAfterResult {
+            StrictViolation::UseAfterResult {
                 call_id,
                 at,
                 first_result,
@@ -132,10 +132,10 @@ impl Tracker {
     /// This tracker in `mode`, for chaining after a constructor. **O(1)**.
     ///
     /// ```
-    /// use cutpoint::{AppendError, Mode, Record, Tracker, Violation};
+    /// use cutpoint::{AppendError, Mode, Record, Tracker, StrictViolation};
     /// let mut t = Tracker::new().in_mode(Mode::Strict);
     /// let refused = t.append(Record::tool_result("ghost", 5)).unwrap_err();
-    /// assert!(matches!(refused, AppendError::Violation(Violation::OrphanResult { at: 0, .. })));
+    /// assert!(matches!(refused, AppendError::Violation(StrictViolation::OrphanResult { at: 0, .. })));
     /// assert!(t.is_empty());
     /// ```
     #[must_use]
@@ -163,14 +163,14 @@ impl Tracker {
 
     /// The pairing violation `record` would be, if any. Empty ids are left to `append`,
     /// which refuses them in both modes. **O(len(id))**.
-    fn violation(&self, record: &Record) -> Option<Violation> {
+    fn violation(&self, record: &Record) -> Option<StrictViolation> {
         let at = self.len();
         match record.kind() {
             RecordKind::ToolUse(id) if !id.is_empty() => {
                 let fp = self.calls.fingerprint(id);
                 self.calls
                     .early_at(&fp)
-                    .map(|first_result| Violation::UseAfterResult {
+                    .map(|first_result| StrictViolation::UseAfterResult {
                         call_id: id.clone(),
                         at,
                         first_result,
@@ -181,19 +181,19 @@ impl Tracker {
                 if self.calls.is_pending(&fp) {
                     None
                 } else if let Some(first) = self.calls.early_at(&fp) {
-                    Some(Violation::DuplicateResult {
+                    Some(StrictViolation::DuplicateResult {
                         call_id: id.clone(),
                         at,
                         first_result: Some(first),
                     })
                 } else if self.calls.is_completed(&fp) {
-                    Some(Violation::DuplicateResult {
+                    Some(StrictViolation::DuplicateResult {
                         call_id: id.clone(),
                         at,
                         first_result: None,
                     })
                 } else {
-                    Some(Violation::OrphanResult {
+                    Some(StrictViolation::OrphanResult {
                         call_id: id.clone(),
                         at,
                     })

@@ -2,7 +2,7 @@
 //! violations, and a refused record leaves the tracker exactly as it was.
 
 use cutpoint::{
-    Anomaly, AppendError, CallId, Limit, Limits, Mode, Record, RecordKind, Tracker, Violation,
+    Anomaly, AppendError, CallId, Limit, Limits, Mode, Record, RecordKind, StrictViolation, Tracker,
 };
 use proptest::prelude::*;
 
@@ -178,7 +178,7 @@ fn strict_mode_refuses_an_orphan_result() {
     let err = refused(&mut t, Record::tool_result("ghost", 7));
     assert_eq!(
         err,
-        AppendError::Violation(Violation::OrphanResult {
+        AppendError::Violation(StrictViolation::OrphanResult {
             call_id: CallId::from("ghost"),
             at: 1
         })
@@ -201,7 +201,7 @@ fn strict_mode_refuses_a_duplicate_result() {
     let err = refused(&mut t, Record::tool_result("a", 1));
     assert_eq!(
         err,
-        AppendError::Violation(Violation::DuplicateResult {
+        AppendError::Violation(StrictViolation::DuplicateResult {
             call_id: CallId::from("a"),
             at: 2,
             first_result: None
@@ -219,7 +219,7 @@ fn strict_mode_refuses_a_call_after_its_result_and_names_the_result() {
     let err = refused(&mut t, Record::tool_use("late", 1));
     assert_eq!(
         err,
-        AppendError::Violation(Violation::UseAfterResult {
+        AppendError::Violation(StrictViolation::UseAfterResult {
             call_id: CallId::from("late"),
             at: 2,
             first_result: 0
@@ -229,7 +229,7 @@ fn strict_mode_refuses_a_call_after_its_result_and_names_the_result() {
     let err = refused(&mut t, Record::tool_result("late", 1));
     assert_eq!(
         err,
-        AppendError::Violation(Violation::DuplicateResult {
+        AppendError::Violation(StrictViolation::DuplicateResult {
             call_id: CallId::from("late"),
             at: 2,
             first_result: Some(0)

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use cutpoint::{AppendError, CallId, Limits, Mode, Record, RecordKind, Violation};
+use cutpoint::{AppendError, CallId, Limits, Mode, Record, RecordKind, StrictViolation};
 
 /// Input caps and strictness, shared by every subcommand that reads a log.
 #[derive(clap::Args, Clone, Debug)]
@@ -92,15 +92,15 @@ impl CallLines {
                 "tool_use id {call_id:?} repeats the tool_use{}; ids must be unique",
                 on(self.first(call_id).tool_use)
             ),
-            AppendError::Violation(Violation::DuplicateResult { call_id, .. }) => format!(
+            AppendError::Violation(StrictViolation::DuplicateResult { call_id, .. }) => format!(
                 "tool_result {call_id:?} repeats the tool_result{} (--strict)",
                 on(self.first(call_id).tool_result)
             ),
-            AppendError::Violation(Violation::UseAfterResult { call_id, .. }) => format!(
+            AppendError::Violation(StrictViolation::UseAfterResult { call_id, .. }) => format!(
                 "tool_use {call_id:?} comes after its tool_result{} (--strict)",
                 on(self.first(call_id).tool_result)
             ),
-            AppendError::Violation(Violation::OrphanResult { call_id, .. }) => format!(
+            AppendError::Violation(StrictViolation::OrphanResult { call_id, .. }) => format!(
                 "tool_result {call_id:?} has no tool_use before it (orphan result; --strict)"
             ),
             AppendError::LimitExceeded {
