@@ -338,3 +338,80 @@ proptest! {
         prop_assert!(!accepted.iter().any(|r| matches!(r.kind(), RecordKind::ToolResult(id) if id.is_empty())));
     }
 }
+
+/// Open calls of a log, the naive way: uses with no result after them, plus results
+/// whose use has not come yet (first result per id).
+fn open_calls(log: &[Record]) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let (mut pending, mut early, mut done) = (Vec::new(), Vec::<String>::new(), Vec::new());
+    for r in log {
+        match r.kind() {
+            RecordKind::ToolUse(id) => {
+                let id = id.to_string();
+                if let Some(i) = early.iter().position(|e| *e == id) {
+                    early.remove(i);
+                    done.push(id);
+                } else {
+                    pending.push(id);
+                }
+            }
+            RecordKind::ToolResult(id) => {
+                let id = id.to_string();
+                if let Some(i) = pending.iter().position(|p| *p == id) {
+                    pending.remove(i);
+                    done.push(id);
+                } else if !done.contains(&id) && !early.contains(&id) {
+                    early.push(id);
+                }
+            }
+            _ => {}
+        }
+    }
+    (pending, early, done)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Under random small caps, a record is refused for a cap exactly when the naive
+    /// count says it would pass it, and otherwise treated as an uncapped tracker treats it.
+    #[test]
+    fn caps_refuse_exactly_what_passes_them(
+        records in prop::collection::vec(adversarial_record(), 0..60),
+        max_records in 0usize..50,
+        max_open in 0usize..5,
+    ) {
+        let mut t = Tracker::with_limits(limits(|l| {
+            l.max_records = max_records;
+            l.max_open_calls = max_open;
+        }));
+        let mut accepted: Vec<Record> = Vec::new();
+        for record in records {
+            let (pending, early, done) = open_calls(&accepted);
+            let id = record.call_id().map(|i| i.to_string());
+            let opens = match (record.kind(), &id) {
+                (RecordKind::ToolUse(_), Some(id)) => !early.contains(id) && !pending.contains(id) && !done.contains(id),
+                (RecordKind::ToolResult(_), Some(id)) => !pending.contains(id) && !done.contains(id) && !early.contains(id),
+                _ => false,
+            };
+            let mut uncapped = t.clone();
+            uncapped.set_limits(Limits::unbounded());
+            let free = uncapped.append(record.clone());
+            let got = t.append(record.clone());
+            if accepted.len() >= max_records {
+                prop_assert!(matches!(got, Err(AppendError::LimitExceeded { limit: Limit::Records, .. })), "{:?}", got);
+            } else if opens && pending.len() + early.len() >= max_open {
+                prop_assert_eq!(got, Err(AppendError::LimitExceeded {
+                    at: accepted.len(), limit: Limit::OpenCalls, max: max_open, value: max_open + 1,
+                }));
+            } else {
+                prop_assert_eq!(&got, &free);
+                if got.is_ok() {
+                    accepted.push(record);
+                }
+            }
+            // The cap holds at every step.
+            prop_assert!(t.pending_count() + open_calls(&accepted).1.len() <= max_open);
+            t.assert_invariants();
+        }
+    }
+}
