@@ -10,9 +10,10 @@
 //! | one call id                                 | its length         | [`Limits::max_call_id_bytes`]    |
 //! | one input line (readers only)               | its length         | [`Limits::max_line_bytes`]       |
 //!
-//! With the defaults a tracker holds at most about 16.8 million records (about 500 MB
-//! in the worst case, every record an answered call) and at most 65,536 open calls
-//! whose ids take at most 16 MiB. A record past a cap is refused with
+//! With the defaults a tracker holds at most about 16.8 million records (about 12
+//! bytes each, plus about 18 per answered call, before the up-to-2x growth slack of
+//! vectors and tables: a few hundred MB at worst) and at most 65,536 open calls whose
+//! ids take at most 16 MiB. A record past a cap is refused with
 //! [`AppendError::LimitExceeded`], which names the cap, its value and the position, and
 //! leaves the tracker exactly as it was.
 

@@ -14,6 +14,11 @@
 //! the log ([`Tracker::from_records`]) when in doubt; the two agree (tested).
 //!
 //! Size: about 12 bytes per record plus 16 per answered call, before encoding.
+//!
+//! Versions: the layout is versioned ([`Snapshot::VERSION`]) and unknown fields are
+//! ignored, so a newer snapshot that only adds fields still decodes and is refused
+//! with [`SnapshotError::UnsupportedVersion`]; one whose fields changed shape fails in
+//! the decoder first, with the decoder's message.
 
 use serde::{Deserialize, Serialize};
 

@@ -148,6 +148,22 @@ fn an_incompatible_snapshot_says_so() {
         err.to_string(),
         "snapshot version 2 is not supported (this build reads version 1); rebuild the tracker from the log"
     );
+    // A later layout that adds fields still decodes, and is named by its version.
+    let err = edited(
+        |v| {
+            v["version"] = json!(3);
+            v["compaction_shift"] = json!(12);
+        },
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        SnapshotError::UnsupportedVersion {
+            found: 3,
+            supported: 1
+        }
+    );
     let err = edited(|v| v["format"] = json!("something.else"), false).unwrap_err();
     assert!(matches!(err, SnapshotError::NotASnapshot { .. }), "{err}");
 }
