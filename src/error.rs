@@ -61,6 +61,22 @@ pub enum AppendError {
         /// Position of the open record.
         open_at: usize,
     },
+    /// Appending the record would pass one of the tracker's [`Limits`](crate::Limits).
+    #[error("record {at}: {value} {limit} would pass the cap of {max} (Limits::{field})", field = limit.field())]
+    LimitExceeded {
+        /// Position the refused record would have taken.
+        at: usize,
+        /// Which cap.
+        limit: crate::Limit,
+        /// The cap's value.
+        max: usize,
+        /// What the record would have made it (the count, or the id's length).
+        value: usize,
+    },
+    /// In [`Mode::Strict`](crate::Mode::Strict), a record that breaks pairing: an
+    /// orphan or duplicate result, or a call after its result.
+    #[error("{0}")]
+    Violation(crate::StrictViolation),
     /// The log already holds [`MAX_RECORDS`](crate::MAX_RECORDS) records.
     #[error("record {at}: the log is full ({max} records at most)", max = crate::MAX_RECORDS)]
     Full {

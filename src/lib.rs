@@ -54,7 +54,11 @@
 mod calls;
 mod error;
 mod index;
+mod limits;
+mod mode;
 mod record;
+#[cfg(feature = "serde")]
+mod snapshot;
 mod tracker;
 
 pub mod compact;
@@ -73,7 +77,11 @@ pub mod synth;
 pub use error::{AppendError, Defer};
 pub use event::{Event, EventError, Handled};
 pub use index::MAX_RECORDS;
+pub use limits::{Limit, Limits};
+pub use mode::{Mode, StrictViolation};
 pub use record::{CallId, Record, RecordKind};
+#[cfg(feature = "serde")]
+pub use snapshot::{Snapshot, SnapshotError};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
 pub use validate::{Report, Violation, validate, validate_records};
 

@@ -3,6 +3,8 @@
 use crate::calls::{CallBook, ResultOutcome, SeenUse, UseOutcome};
 use crate::error::{AppendError, Defer};
 use crate::index::{LegalCuts, MAX_RECORDS, PrefixSums};
+use crate::limits::Limits;
+use crate::mode::Mode;
 use crate::record::{CallId, Record, RecordKind};
 
 /// An event-driven index of the legal compaction cuts of a conversation log.
@@ -85,6 +87,8 @@ pub struct Tracker {
     /// Whether the last record is open (still streaming; see `crate::event`): then cut
     /// `len` is not legal whatever is pending, and no record may be appended.
     pub(crate) last_open: bool,
+    pub(crate) limits: Limits,
+    pub(crate) mode: Mode,
 }
 
 /// What an accepted append did.
@@ -167,6 +171,8 @@ impl Tracker {
             calls: CallBook::new(),
             anomalies: Anomalies::default(),
             last_open: false,
+            limits: Limits::default(),
+            mode: Mode::default(),
         }
     }
 
@@ -191,9 +197,10 @@ impl Tracker {
     /// # Errors
     /// [`AppendError::DuplicateCall`] for a second `tool_use` with one id,
     /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`],
-    /// [`AppendError::Full`] and [`AppendError::RecordOpen`] (the last record is still
-    /// streaming; close it first). On error the tracker is exactly as it was before the
-    /// call.
+    /// [`AppendError::Full`], [`AppendError::RecordOpen`] (the last record is still
+    /// streaming; close it first), [`AppendError::LimitExceeded`] (see [`Limits`]) and,
+    /// in [`Mode::Strict`], [`AppendError::Violation`]. On error the tracker is exactly
+    /// as it was before the call.
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
         self.push_record(record, false)
     }
@@ -207,6 +214,8 @@ impl Tracker {
         record: Record,
         open: bool,
     ) -> Result<Appended, AppendError> {
+        // Caps and strict mode (src/limits.rs, src/mode.rs); reads only.
+        self.admit(&record)?;
         let at = self.len();
         if self.last_open {
             return Err(AppendError::RecordOpen {

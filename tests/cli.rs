@@ -88,7 +88,7 @@ fn bad_input_names_file_and_line_and_exits_two() {
         ),
         (
             "{\"kind\":\"tool_use\",\"call_id\":\"a\",\"tokens\":1}\n\n{\"kind\":\"tool_use\",\"call_id\":\"a\",\"tokens\":1}\n",
-            "<stdin>:3: record 1: tool_use id \"a\" was already used by the tool_use at record 0",
+            "<stdin>:3: tool_use id \"a\" repeats the tool_use on line 1",
         ),
         (
             "{\"kind\":\"user\",\"tokens\":18446744073709551615}\n{\"kind\":\"user\",\"tokens\":1}\n",

@@ -19,6 +19,8 @@ pub(crate) struct Args {
     /// Input format.
     #[arg(long, value_enum, default_value_t = Format::Records)]
     format: Format,
+    #[command(flatten)]
+    input: super::guard::InputOptions,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -26,10 +28,11 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     let Format::Records = args.format;
-    let tracker = match input::open(args.file.as_deref()).and_then(input::read_tracker) {
-        Ok(tracker) => tracker,
-        Err(message) => return input::bad_input(&message),
-    };
+    let tracker =
+        match input::open(args.file.as_deref()).and_then(|i| input::read_tracker(i, &args.input)) {
+            Ok(tracker) => tracker,
+            Err(message) => return input::bad_input(&message),
+        };
     match tracker.select_legal_cut(args.target, args.lookback) {
         Ok(cut) => {
             // A closed stdout (`| head`) is not worth a panic.

@@ -10,6 +10,8 @@ use cutpoint::Tracker;
 use cutpoint::compact::Entry;
 use cutpoint::jsonl::Reader;
 
+use super::guard::{CallLines, InputOptions};
+
 /// Input formats the CLI reads.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum Format {
@@ -41,15 +43,19 @@ pub(crate) fn open(file: Option<&Path>) -> Result<Input, String> {
     }
 }
 
-/// Reads records JSONL into a tracker. Errors read `FILE:LINE: what is wrong`.
-pub(crate) fn read_tracker(input: Input) -> Result<Tracker, String> {
+/// Reads records JSONL into a tracker under the caps and mode of `options`. Errors read
+/// `FILE:LINE: what is wrong`; a repeated call id names the earlier line too.
+pub(crate) fn read_tracker(input: Input, options: &InputOptions) -> Result<Tracker, String> {
     let Input { name, reader } = input;
-    let mut tracker = Tracker::new();
-    for item in Reader::new(reader) {
+    let limits = options.limits();
+    let mut tracker = Tracker::with_limits(limits).in_mode(options.mode());
+    let mut lines = CallLines::default();
+    for item in Reader::new(reader).max_line_bytes(limits.max_line_bytes) {
         let (line, record) = item.map_err(|e| located(&name, &e))?;
-        tracker
-            .append(record)
-            .map_err(|e| format!("{name}:{line}: {e}"))?;
+        match tracker.append(record.clone()) {
+            Ok(_) => lines.accepted(&record, line),
+            Err(e) => return Err(format!("{name}:{line}: {}", lines.explain(&e))),
+        }
     }
     Ok(tracker)
 }

@@ -4,6 +4,7 @@ pub(crate) mod bench;
 pub(crate) mod check;
 pub(crate) mod compact;
 pub(crate) mod cut;
+pub(crate) mod guard;
 pub(crate) mod input;
 
 /// Exit status for a compaction that must defer.

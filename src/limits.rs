@@ -1,0 +1,196 @@
+//! Caps that keep a hostile or runaway stream from exhausting memory.
+//!
+//! What grows with the input, and what bounds it:
+//!
+//! | grows with                                  | bytes each         | capped by                        |
+//! |---------------------------------------------|--------------------|----------------------------------|
+//! | records (prefix sums, legal cuts)           | 12                 | [`Limits::max_records`]          |
+//! | answered calls (fingerprints)               | about 18           | [`Limits::max_records`]          |
+//! | open calls (pending calls, early results)   | about 40 + id      | [`Limits::max_open_calls`]       |
+//! | one call id                                 | its length         | [`Limits::max_call_id_bytes`]    |
+//! | one input line (readers only)               | its length         | [`Limits::max_line_bytes`]       |
+//!
+//! With the defaults a tracker holds at most about 16.8 million records (about 12
+//! bytes each, plus about 18 per answered call, before the up-to-2x growth slack of
+//! vectors and tables: a few hundred MB at worst) and at most 65,536 open calls whose
+//! ids take at most 16 MiB. A record past a cap is refused with
+//! [`AppendError::LimitExceeded`], which names the cap, its value and the position, and
+//! leaves the tracker exactly as it was.
+
+use std::fmt;
+
+use crate::error::AppendError;
+use crate::index::MAX_RECORDS;
+use crate::record::{Record, RecordKind};
+use crate::tracker::Tracker;
+
+/// Configurable caps on what a [`Tracker`] (and a reader feeding it) will hold.
+///
+/// Fields are public so that a caller can change one and keep the other defaults:
+///
+/// ```
+/// use cutpoint::{Limits, Record, Tracker};
+/// let mut limits = Limits::default();
+/// limits.max_records = 2;
+/// let mut t = Tracker::with_limits(limits);
+/// t.append(Record::user(1))?;
+/// t.append(Record::user(1))?;
+/// let refused = t.append(Record::user(1)).unwrap_err();
+/// assert_eq!(refused.to_string(), "record 2: 3 records would pass the cap of 2 (Limits::max_records)");
+/// assert_eq!(t.len(), 2);
+/// # Ok::<(), cutpoint::AppendError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub struct Limits {
+    /// Records one log may hold. Default [`Limits::DEFAULT_MAX_RECORDS`]; values above
+    /// [`MAX_RECORDS`] act as [`MAX_RECORDS`].
+    pub max_records: usize,
+    /// Calls open at once: `tool_use`s still waiting for their result plus
+    /// `tool_result`s still waiting for their call. Each keeps its id as a string.
+    /// Default [`Limits::DEFAULT_MAX_OPEN_CALLS`].
+    pub max_open_calls: usize,
+    /// Bytes of one call id. Default [`Limits::DEFAULT_MAX_CALL_ID_BYTES`].
+    pub max_call_id_bytes: usize,
+    /// Bytes of one input line, for the readers that feed a tracker (the tracker itself
+    /// never sees lines). Default [`Limits::DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+}
+
+impl Limits {
+    /// 2^24 records: about 16.8 million, hundreds of times a long agent session.
+    pub const DEFAULT_MAX_RECORDS: usize = 1 << 24;
+    /// 65,536 open calls: far beyond any real turn's parallel tool calls.
+    pub const DEFAULT_MAX_OPEN_CALLS: usize = 1 << 16;
+    /// 256 bytes: provider ids are 30 to 40 (`toolu_…`, `call_…`, UUIDs).
+    pub const DEFAULT_MAX_CALL_ID_BYTES: usize = 256;
+    /// 1 MiB: a records JSONL line is a few dozen bytes; provider messages with large
+    /// tool outputs fit too.
+    pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+
+    /// No caps beyond what the index can address ([`MAX_RECORDS`]). For trusted input
+    /// only. **O(1)**.
+    pub fn unbounded() -> Self {
+        Limits {
+            max_records: MAX_RECORDS,
+            max_open_calls: usize::MAX,
+            max_call_id_bytes: usize::MAX,
+            max_line_bytes: usize::MAX,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_records: Self::DEFAULT_MAX_RECORDS,
+            max_open_calls: Self::DEFAULT_MAX_OPEN_CALLS,
+            max_call_id_bytes: Self::DEFAULT_MAX_CALL_ID_BYTES,
+            max_line_bytes: Self::DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// Which cap a refused record would have passed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`Limits::max_records`].
+    Records,
+    /// [`Limits::max_open_calls`].
+    OpenCalls,
+    /// [`Limits::max_call_id_bytes`].
+    CallIdBytes,
+    /// [`Limits::max_line_bytes`].
+    LineBytes,
+}
+
+impl Limit {
+    /// The field of [`Limits`] that sets this cap. **O(1)**.
+    pub fn field(self) -> &'static str {
+        match self {
+            Limit::Records => "max_records",
+            Limit::OpenCalls => "max_open_calls",
+            Limit::CallIdBytes => "max_call_id_bytes",
+            Limit::LineBytes => "max_line_bytes",
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::Records => "records",
+            Limit::OpenCalls => "open calls",
+            Limit::CallIdBytes => "call id bytes",
+            Limit::LineBytes => "line bytes",
+        })
+    }
+}
+
+impl Tracker {
+    /// An empty tracker with the given caps (and lenient [`Mode`](crate::Mode)). **O(1)**.
+    pub fn with_limits(limits: Limits) -> Self {
+        let mut tracker = Tracker::new();
+        tracker.limits = limits;
+        tracker
+    }
+
+    /// The caps in force. **O(1)**.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Replaces the caps. Records already held stay, even past a lowered cap; only
+    /// later appends are checked. **O(1)**.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Refuses `record` if appending it would pass a cap. Reads only. **O(1)**, plus
+    /// one hash of the call id when the open-call cap is reached (to tell whether the
+    /// record closes a call or opens one).
+    pub(crate) fn check_limits(&self, record: &Record) -> Result<(), AppendError> {
+        let at = self.len();
+        let limits = &self.limits;
+        let exceeded = |limit, max, value| {
+            Err(AppendError::LimitExceeded {
+                at,
+                limit,
+                max,
+                value,
+            })
+        };
+        let max_records = limits.max_records.min(MAX_RECORDS);
+        if at >= max_records {
+            return exceeded(Limit::Records, max_records, at.saturating_add(1));
+        }
+        let id = match record.kind() {
+            RecordKind::ToolUse(id) | RecordKind::ToolResult(id) => id,
+            _ => return Ok(()),
+        };
+        if id.len() > limits.max_call_id_bytes {
+            return exceeded(Limit::CallIdBytes, limits.max_call_id_bytes, id.len());
+        }
+        let open = self.calls.open_len();
+        if open >= limits.max_open_calls && !id.is_empty() {
+            let fp = self.calls.fingerprint(id);
+            let opens = match record.kind() {
+                RecordKind::ToolUse(_) => {
+                    // A reused id is refused as a duplicate call by `append` itself.
+                    !self.calls.is_early(&fp) && self.calls.seen_use(&fp).is_none()
+                }
+                _ => {
+                    !self.calls.is_pending(&fp)
+                        && !self.calls.is_completed(&fp)
+                        && !self.calls.is_early(&fp)
+                }
+            };
+            if opens {
+                return exceeded(Limit::OpenCalls, limits.max_open_calls, open + 1);
+            }
+        }
+        Ok(())
+    }
+}
