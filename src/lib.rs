@@ -51,6 +51,8 @@ mod index;
 mod record;
 mod tracker;
 
+#[cfg(feature = "formats")]
+pub mod format;
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;

@@ -22,10 +22,20 @@ enum Command {
     /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
     Cut(cli::cut::Args),
+    /// Check logs against their provider's tool call rules (every format).
+    ///
+    /// Prints FILE:LINE: rule: call_id text per violation. Exit status: 0 clean; 1
+    /// violations; 2 unreadable input.
+    Check(cli::check_formats::Args),
+    /// Records, messages, tool pairs, tokens, legal cuts and the longest span no cut
+    /// can split.
+    Stats(cli::stats::Args),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Cut(args) => cli::cut::run(args),
+        Command::Check(args) => cli::check_formats::run(args),
+        Command::Stats(args) => cli::stats::run(args),
     }
 }

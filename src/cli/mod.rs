@@ -1,7 +1,10 @@
 //! Subcommands of the `cutpoint` binary, one per file, and what they share.
 
+pub(crate) mod check_formats;
 pub(crate) mod cut;
+pub(crate) mod formats;
 pub(crate) mod input;
+pub(crate) mod stats;
 
 /// Exit status for a compaction that must defer.
 pub(crate) const EXIT_DEFER: u8 = 3;

@@ -1,0 +1,168 @@
+//! Splitting a JSON document into its messages without copying them: each element is
+//! a borrowed [`RawValue`] whose byte span in the input is kept for re-emission.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Format, FormatError};
+
+/// The messages of a JSON document and where their array lies.
+pub(crate) struct Doc<'a> {
+    pub(crate) elements: Vec<&'a RawValue>,
+    /// The array, brackets included.
+    pub(crate) array_span: Range<usize>,
+}
+
+/// The keys an object may hold its messages under, most specific first.
+#[derive(Deserialize)]
+struct Holder<'a> {
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contents: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    history: Option<&'a RawValue>,
+}
+
+/// The array of messages of `text`: the document itself, or the array under
+/// `messages` / `input` / `contents` (or SWE-agent's `history`). **O(len)**.
+pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
+    let start = text.trim_start();
+    let array: &RawValue = if start.starts_with('{') {
+        let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(text, &e))?;
+        let preferred = match format {
+            Format::OpenAiResponses => [
+                holder.input,
+                holder.messages,
+                holder.contents,
+                holder.history,
+            ],
+            Format::Gemini => [
+                holder.contents,
+                holder.messages,
+                holder.input,
+                holder.history,
+            ],
+            _ => [
+                holder.messages,
+                holder.history,
+                holder.input,
+                holder.contents,
+            ],
+        };
+        preferred
+            .into_iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| FormatError::Invalid {
+                line: 1,
+                message: "the object holds no `messages`, `input`, `contents` or `history` array"
+                    .to_owned(),
+            })?
+    } else {
+        serde_json::from_str(text).map_err(|e| invalid(text, &e))?
+    };
+    let array_span = span_of(text, array);
+    let elements: Vec<&RawValue> =
+        serde_json::from_str(array.get()).map_err(|e| FormatError::Invalid {
+            line: line_at(text, array_span.start),
+            message: format!("the messages are not a JSON array of objects: {e}"),
+        })?;
+    Ok(Doc {
+        elements,
+        array_span,
+    })
+}
+
+/// The byte range of `raw` inside `text`, which it was borrowed from. **O(1)**.
+pub(crate) fn span_of(text: &str, raw: &RawValue) -> Range<usize> {
+    let start = (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    start..start + raw.get().len()
+}
+
+/// The 1-based line holding byte `offset` of `text`. **O(offset)**.
+pub(crate) fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    1 + text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+fn invalid(_text: &str, e: &serde_json::Error) -> FormatError {
+    let message = e.to_string();
+    let core = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(core, _)| core);
+    FormatError::Invalid {
+        line: e.line().max(1),
+        message: format!("{core} (column {})", e.column()),
+    }
+}
+
+/// Iterates the non-blank lines of `text` as `(1-based line, byte range without the
+/// line ending)`. **O(len)**.
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    let mut offset = 0;
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter_map(move |(i, piece)| {
+            let start = offset;
+            offset += piece.len();
+            let body = piece.trim_end_matches(['\n', '\r']);
+            (!body.trim().is_empty()).then(|| (i + 1, start..start + body.len()))
+        })
+}
+
+/// A serde_json error as `what (column N)`.
+pub(crate) fn describe(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let core = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(core, _)| core);
+    format!("{core} (column {})", e.column())
+}
+
+/// The first line of a result's content: a string, or the first `text` of an array of
+/// blocks (`{"type":"text","text":…}` or `{"text":…}`), or of an object's `output` /
+/// `content` / `result` string; otherwise the first line of the JSON text itself.
+/// **O(len)** of the content.
+pub(crate) fn first_line_of(raw: Option<&RawValue>) -> String {
+    let Some(raw) = raw else {
+        return String::new();
+    };
+    let value: serde_json::Value = match serde_json::from_str(raw.get()) {
+        Ok(v) => v,
+        Err(_) => return super::first_line(raw.get()).to_owned(),
+    };
+    first_line_of_value(&value)
+        .map(|s| super::first_line(s).to_owned())
+        .unwrap_or_else(|| super::first_line(raw.get()).to_owned())
+}
+
+fn first_line_of_value(value: &serde_json::Value) -> Option<&str> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Some(s),
+        Value::Array(items) => items.iter().find_map(first_line_of_value),
+        Value::Object(map) => ["text", "output", "content", "result"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(first_line_of_value)),
+        _ => None,
+    }
+}
+
+/// The text of a JSON string value, or the JSON text itself for anything else.
+/// **O(len)**.
+pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
+    match raw {
+        None => String::new(),
+        Some(raw) => {
+            serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned())
+        }
+    }
+}
