@@ -6,8 +6,8 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 
 use clap::ValueEnum;
+use cutpoint::Tracker;
 use cutpoint::format::{self, ByteEstimate, Format, Transcript};
-use cutpoint::{Record, Tracker};
 
 /// `--format` of the provider-format subcommands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -138,13 +138,10 @@ pub(crate) fn parse_as(loaded: &Loaded, format: Format) -> Result<Transcript, St
 /// The tracker over the live history (from the last compaction boundary) and, for
 /// each record, the index of the message holding it.
 pub(crate) fn tracker(t: &Transcript) -> Result<(Tracker, Vec<usize>), String> {
-    let (records, owner): (Vec<Record>, Vec<usize>) = t.records(t.live_from());
-    let tracker = Tracker::from_records(records).map_err(|e| e.to_string())?;
-    Ok((tracker, owner))
+    t.tracker().map_err(|e| e.to_string())
 }
 
-/// The message index a record cut falls at: the message owning record `cut`, or the
-/// message count at the end.
+/// The message index a record cut falls at.
 pub(crate) fn message_at(t: &Transcript, owner: &[usize], cut: usize) -> usize {
-    owner.get(cut).copied().unwrap_or(t.messages.len())
+    t.message_at(owner, cut)
 }

@@ -3,7 +3,7 @@
 //! Every reader turns its input into **messages** (the unit a provider accepts or
 //! rejects) and, for each message, cutpoint [`Record`]s: one per content block, every
 //! record after a message's first [bound to the previous
-//! one](Record::bound_to_previous), so the [`Tracker`](crate::Tracker) only ever yields
+//! one](Record::bound_to_previous), so the [`Tracker`] only ever yields
 //! cuts at message boundaries. Messages a provider binds to the one before them are
 //! bound as a whole (see [`Transcript::records`]). Each message keeps the byte spans
 //! of its original JSON, so a compaction can re-emit retained messages byte-identically,
@@ -27,12 +27,15 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::error::AppendError;
 use crate::record::{CallId, Record};
+use crate::tracker::Tracker;
 
 mod anthropic;
 mod build;
 mod claude_code;
 mod codex;
+pub mod compact;
 mod detect;
 mod gemini;
 mod json_doc;
@@ -337,6 +340,42 @@ impl Transcript {
     /// the results after that call carry the same suffix. **O(records)**.
     pub fn records(&self, from: usize) -> (Vec<Record>, Vec<usize>) {
         build::records(self, from)
+    }
+
+    /// A tracker over the live history's records ([`records`](Transcript::records)
+    /// from [`live_from`](Transcript::live_from)), and the message index of each
+    /// record. **O(records)**.
+    ///
+    /// # Errors
+    /// The tracker's [`AppendError`] (a log too long or with too many tokens).
+    pub fn tracker(&self) -> Result<(Tracker, Vec<usize>), AppendError> {
+        let (records, owner) = self.records(self.live_from());
+        Ok((Tracker::from_records(records)?, owner))
+    }
+
+    /// The message index a record cut of [`tracker`](Transcript::tracker) falls at:
+    /// the message holding record `cut`, or the message count for the end. **O(1)**.
+    pub fn message_at(&self, owner: &[usize], cut: usize) -> usize {
+        owner.get(cut).copied().unwrap_or(self.messages.len())
+    }
+
+    /// The legal cuts of the live history as message indices, increasing: where a
+    /// compaction may start keeping messages. **O(records)**.
+    ///
+    /// # Errors
+    /// As [`tracker`](Transcript::tracker).
+    pub fn legal_message_cuts(&self) -> Result<Vec<usize>, AppendError> {
+        let (tracker, owner) = self.tracker()?;
+        let mut cuts: Vec<usize> = tracker
+            .legal_cuts()
+            .map(|c| self.message_at(&owner, c))
+            .collect();
+        if owner.is_empty() {
+            // An empty live history: its only cut is where it starts (the end).
+            cuts = vec![self.live_from().max(self.messages.len())];
+        }
+        cuts.dedup();
+        Ok(cuts)
     }
 
     /// Total tokens of all messages. **O(blocks)**.
