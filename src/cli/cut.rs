@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::formats::{self, FormatArg};
+use super::formats::{self, FormatArg, Tokenizer};
 use super::input;
 
 /// Arguments of `cutpoint cut`.
@@ -21,6 +21,9 @@ pub(crate) struct Args {
     /// formats it is a message index (records before it may be compacted).
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     format: FormatArg,
+    /// How tokens are counted (provider formats; records carry their own counts).
+    #[arg(long, value_enum, default_value_t = Tokenizer::Bytes)]
+    tokenizer: Tokenizer,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -83,10 +86,15 @@ fn run_transcript(
         Some(l) => formats::into_text(l),
         None => formats::load(args.file.as_deref()),
     };
-    let transcript = match loaded.and_then(|loaded| formats::parse_as(&loaded, format)) {
-        Ok(t) => t,
+    let counter = match formats::counter(args.tokenizer) {
+        Ok(c) => c,
         Err(message) => return input::bad_input(&message),
     };
+    let transcript =
+        match loaded.and_then(|loaded| formats::parse_as(&loaded, format, counter.as_ref())) {
+            Ok(t) => t,
+            Err(message) => return input::bad_input(&message),
+        };
     let (tracker, owner) = match formats::tracker(&transcript) {
         Ok(t) => t,
         Err(message) => return input::bad_input(&message),

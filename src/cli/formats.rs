@@ -7,7 +7,7 @@ use std::path::Path;
 
 use clap::ValueEnum;
 use cutpoint::Tracker;
-use cutpoint::format::{self, ByteEstimate, Format, Transcript};
+use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
 
 /// `--format` of the provider-format subcommands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -43,6 +43,26 @@ impl FormatArg {
             FormatArg::ClaudeCode => Format::ClaudeCode,
             FormatArg::Codex => Format::CodexRollout,
         })
+    }
+}
+
+/// `--tokenizer`: how tokens are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Tokenizer {
+    /// One token per four bytes of JSON text (fast, no vocabulary).
+    #[default]
+    Bytes,
+    /// OpenAI's o200k_base byte-pair encoding (feature `tiktoken`).
+    #[cfg(feature = "tiktoken")]
+    O200k,
+}
+
+/// The counter for `tokenizer`.
+pub(crate) fn counter(tokenizer: Tokenizer) -> Result<Box<dyn TokenCounter>, String> {
+    match tokenizer {
+        Tokenizer::Bytes => Ok(Box::new(ByteEstimate)),
+        #[cfg(feature = "tiktoken")]
+        Tokenizer::O200k => Ok(Box::new(format::O200kBase::new()?)),
     }
 }
 
@@ -116,18 +136,31 @@ pub(crate) fn into_text(loaded: LoadedBytes) -> Result<Loaded, String> {
 /// Parses a loaded file as `format` (detecting it for `auto`). Errors read
 /// `FILE:LINE: what is wrong` or `FILE: cannot tell the format ...`.
 pub(crate) fn parse(loaded: &Loaded, format: FormatArg) -> Result<Transcript, String> {
+    parse_counting(loaded, format, &ByteEstimate)
+}
+
+/// [`parse`] with tokens counted by `counter`.
+pub(crate) fn parse_counting(
+    loaded: &Loaded,
+    format: FormatArg,
+    counter: &dyn TokenCounter,
+) -> Result<Transcript, String> {
     let name = &loaded.name;
     let format = match format.format() {
         Some(f) => f,
         None => format::detect(&loaded.text).map_err(|e| format!("{name}: {e}"))?,
     };
-    parse_as(loaded, format)
+    parse_as(loaded, format, counter)
 }
 
 /// Parses a loaded file as `format`. Errors read `FILE:LINE: what is wrong`.
-pub(crate) fn parse_as(loaded: &Loaded, format: Format) -> Result<Transcript, String> {
+pub(crate) fn parse_as(
+    loaded: &Loaded,
+    format: Format,
+    counter: &dyn TokenCounter,
+) -> Result<Transcript, String> {
     let name = &loaded.name;
-    format::read(&loaded.text, format, &ByteEstimate).map_err(|e| match e {
+    format::read(&loaded.text, format, counter).map_err(|e| match e {
         format::FormatError::Invalid { line, message } => {
             format!("{name}:{line}: {format}: {message}")
         }

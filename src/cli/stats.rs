@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use cutpoint::format::Block;
 use serde_json::json;
 
-use super::formats::{self, FormatArg};
+use super::formats::{self, FormatArg, Tokenizer};
 
 /// Arguments of `cutpoint stats`.
 #[derive(clap::Args)]
@@ -15,6 +15,9 @@ pub(crate) struct Args {
     /// Input format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     format: FormatArg,
+    /// How tokens are counted.
+    #[arg(long, value_enum, default_value_t = Tokenizer::Bytes)]
+    tokenizer: Tokenizer,
     /// One JSON object on stdout instead of lines.
     #[arg(long)]
     json: bool,
@@ -28,7 +31,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => return super::input::bad_input(&e),
     };
-    let transcript = match formats::parse(&loaded, args.format) {
+    let counter = match formats::counter(args.tokenizer) {
+        Ok(c) => c,
+        Err(e) => return super::input::bad_input(&e),
+    };
+    let transcript = match formats::parse_counting(&loaded, args.format, counter.as_ref()) {
         Ok(t) => t,
         Err(e) => return super::input::bad_input(&e),
     };
@@ -86,7 +93,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         "pending_calls": tracker.pending_count(),
         "tokens": tracker.total_tokens(),
         "tokens_all_messages": transcript.total_tokens(),
-        "token_counter": "bytes/4 estimate",
+        "token_counter": format!("{:?}", args.tokenizer).to_lowercase(),
         "legal_cuts": tracker.legal_cut_count(),
         "longest_pending_span": {
             "records": longest.0,

@@ -48,6 +48,8 @@ mod tokens;
 
 pub use detect::detect;
 pub use rules::{Rule, Violation, validate};
+#[cfg(feature = "tiktoken")]
+pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
 
 /// The formats cutpoint reads. Non-exhaustive: later versions add formats.
