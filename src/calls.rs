@@ -163,6 +163,41 @@ impl CallBook {
         }
     }
 
+    /// Whether any record (call, result or summary) with this fingerprint was seen.
+    /// **O(1)** expected.
+    pub(crate) fn seen_any(&self, fp: &Fingerprint) -> bool {
+        self.pending.contains_key(fp) || self.early.contains_key(fp) || self.completed.contains(fp)
+    }
+
+    /// Records a call covered by a summary: called and answered at once. The caller has
+    /// checked [`CallBook::seen_any`] is false. **O(1)** amortized.
+    pub(crate) fn record_covered(&mut self, fp: Fingerprint) {
+        self.completed.insert(fp);
+    }
+
+    /// Records `start..end` became one record at `start`: results waiting for their call
+    /// inside the region are dropped with it, and positions from `end` on move down by
+    /// `end - start - 1`. Pending calls all lie at or after `end` (the region ends at a
+    /// legal cut). **O(p + q)** for `p` pending calls and `q` early results.
+    pub(crate) fn replace_region(&mut self, start: u32, end: u32) {
+        let down = end - start - 1;
+        for p in self.pending.values_mut() {
+            debug_assert!(
+                p.at >= end,
+                "pending call {} inside a compacted region",
+                p.id
+            );
+            p.at -= down;
+        }
+        self.early
+            .retain(|_, e| !(start..end).contains(&e.first_at));
+        for e in self.early.values_mut() {
+            if e.first_at >= end {
+                e.first_at -= down;
+            }
+        }
+    }
+
     pub(crate) fn pending_is_empty(&self) -> bool {
         self.pending.is_empty()
     }

@@ -25,6 +25,16 @@ pub enum AppendError {
         /// validator over the whole log names both positions.
         first_use: Option<usize>,
     },
+    /// A summary record covers a call id that already appeared in the log (as a call,
+    /// a result or another summary's call), or covers one id twice. A summary stands for
+    /// whole pairs, so its ids must be new.
+    #[error("record {at}: summary covers call id {call_id:?}, which the log already holds")]
+    CoveredIdSeen {
+        /// The repeated id.
+        call_id: CallId,
+        /// Position the refused record would have taken.
+        at: usize,
+    },
     /// A tool record with an empty call id.
     #[error("record {at}: {kind} has an empty call id")]
     EmptyCallId {

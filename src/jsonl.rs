@@ -6,17 +6,31 @@
 //! {"kind":"tool_result","call_id":"a","tokens":800}
 //! ```
 //!
-//! `kind` is one of `user`, `assistant`, `tool_use`, `tool_result`; `tokens` a
-//! non-negative integer below 2^64; `call_id` a non-empty string, required on tool
-//! records and absent or `null` on the others. Unknown fields are errors, so that a
-//! typo is never silently dropped. Blank lines are skipped; an empty input is an empty
-//! log. Every error names its line.
+//! `kind` is one of `user`, `assistant`, `tool_use`, `tool_result`, `summary`; `tokens`
+//! a non-negative integer below 2^64; `call_id` a non-empty string, required on tool
+//! records and absent or `null` on the others; `bound: true` binds a record to the one
+//! before it. Unknown fields are errors, so that a typo is never silently dropped.
+//! Blank lines are skipped; an empty input is an empty log. Every error names its line.
+//!
+//! Optional payload fields, read by [`parse_entry`] and [`Reader::entries`] (and
+//! ignored by [`parse_line`]): `name` and `arguments` (any JSON value, kept verbatim)
+//! on `tool_use`; `status` (`ok`, `error`, `aborted`) and `content` (a string) on
+//! `tool_result`. A `summary` line has no `call_id`; it lists the pairs it covers in
+//! `covers`, each `{"call_id", "name"?, "arguments"?, "status"?, "first_line"?}`, and
+//! may carry `text`:
+//!
+//! ```text
+//! {"kind":"summary","tokens":40,"covers":[{"call_id":"a","name":"bash","arguments":{"command":"ls"},"status":"ok","first_line":"src"}]}
+//! ```
 
 use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Record, RecordKind};
+use serde_json::value::RawValue;
+
+use crate::compact::{Entry, Payload, ResultStatus, Unit};
+use crate::record::{CallId, Record, RecordKind};
 
 /// The longest line read, by default: 1 MiB. A records line is a few dozen bytes; a
 /// longer one is not this format.
@@ -71,6 +85,38 @@ enum Kind {
     Assistant,
     ToolUse,
     ToolResult,
+    Summary,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Ok,
+    Error,
+    Aborted,
+}
+
+impl From<Status> for ResultStatus {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Ok => ResultStatus::Ok,
+            Status::Error => ResultStatus::Error,
+            Status::Aborted => ResultStatus::Aborted,
+        }
+    }
+}
+
+fn status_out(s: ResultStatus) -> Status {
+    match s {
+        ResultStatus::Error => Status::Error,
+        ResultStatus::Aborted => Status::Aborted,
+        _ => Status::Ok,
+    }
+}
+
+/// A field that is present (even as `null`) deserializes to `Some(raw JSON)`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -82,6 +128,32 @@ struct Line<'a> {
     tokens: u64,
     #[serde(default)]
     bound: bool,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Box<RawValue>>,
+    #[serde(default)]
+    status: Option<Status>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    covers: Option<Vec<UnitLine>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitLine {
+    call_id: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Box<RawValue>>,
+    #[serde(default)]
+    status: Option<Status>,
+    #[serde(default)]
+    first_line: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -92,21 +164,109 @@ struct OutLine<'a> {
     tokens: u64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     bound: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    covers: Option<Vec<UnitOut<'a>>>,
 }
 
-/// Parses one line (without its newline) as a record. `line` is used in errors only.
-/// **O(len)**.
+#[derive(Serialize)]
+struct UnitOut<'a> {
+    call_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_line: Option<&'a str>,
+}
+
+/// JSON text kept verbatim when it is valid JSON, written as a JSON string otherwise.
+fn raw(text: &str) -> Option<Box<RawValue>> {
+    RawValue::from_string(text.to_owned())
+        .or_else(|_| serde_json::value::to_raw_value(text))
+        .ok()
+}
+
+/// Parses one line (without its newline) as a record, ignoring payload fields. `line`
+/// is used in errors only. **O(len)**.
 ///
 /// # Errors
 /// [`ReadError::Invalid`] naming what is wrong: bad JSON, an unknown kind, a missing or
-/// mistyped field, a negative or too large token count, a missing or empty call id.
+/// mistyped field, a negative or too large token count, a missing or empty call id, a
+/// payload field on a kind that cannot carry it.
 pub fn parse_line(text: &str, line: usize) -> Result<Record, ReadError> {
+    parse_entry(text, line).map(|e| e.record)
+}
+
+/// Parses one line (without its newline) as an entry: the record and its payload.
+/// `line` is used in errors only. **O(len)**.
+///
+/// # Errors
+/// As [`parse_line`].
+pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     let invalid = |message: String| ReadError::Invalid { line, message };
     let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| invalid(describe(&e)))?;
-    let record = match (parsed.kind, parsed.call_id) {
-        (Kind::User, None) => Record::user(parsed.tokens),
-        (Kind::Assistant, None) => Record::assistant(parsed.tokens),
-        (kind @ (Kind::User | Kind::Assistant), Some(id)) => {
+    let kind = parsed.kind;
+    let only = |field: &str, present: bool, allowed: &[&str]| -> Result<(), ReadError> {
+        if present && !allowed.contains(&kind_name(&kind)) {
+            return Err(ReadError::Invalid {
+                line,
+                message: format!(
+                    "{} record has a `{field}` field; only {} records carry one",
+                    kind_name(&kind),
+                    allowed.join(" and ")
+                ),
+            });
+        }
+        Ok(())
+    };
+    only("name", parsed.name.is_some(), &["tool_use"])?;
+    only("arguments", parsed.arguments.is_some(), &["tool_use"])?;
+    only("status", parsed.status.is_some(), &["tool_result"])?;
+    only("content", parsed.content.is_some(), &["tool_result"])?;
+    only("text", parsed.text.is_some(), &["summary"])?;
+    only("covers", parsed.covers.is_some(), &["summary"])?;
+    let (record, payload) = match (kind, parsed.call_id) {
+        (Kind::User, None) => (Record::user(parsed.tokens), Payload::None),
+        (Kind::Assistant, None) => (Record::assistant(parsed.tokens), Payload::None),
+        (Kind::Summary, None) => {
+            let Some(covers) = parsed.covers else {
+                return Err(invalid("summary record has no `covers` list".to_owned()));
+            };
+            let mut units = Vec::with_capacity(covers.len());
+            for u in covers {
+                if u.call_id.is_empty() {
+                    return Err(invalid("summary covers an empty call_id".to_owned()));
+                }
+                units.push(Unit {
+                    call_id: CallId::from(u.call_id),
+                    tool: u.name,
+                    arguments: u.arguments.map(|a| a.get().to_owned()),
+                    status: u.status.map(ResultStatus::from),
+                    first_line: u.first_line,
+                });
+            }
+            let record = Record::summary(units.iter().map(|u| u.call_id.clone()), parsed.tokens);
+            (
+                record,
+                Payload::Summary {
+                    text: parsed.text,
+                    units,
+                },
+            )
+        }
+        (kind @ (Kind::User | Kind::Assistant | Kind::Summary), Some(id)) => {
             return Err(invalid(format!(
                 "{} record has a call_id ({id:?}); only tool_use and tool_result carry one",
                 kind_name(&kind)
@@ -124,14 +284,35 @@ pub fn parse_line(text: &str, line: usize) -> Result<Record, ReadError> {
                 kind_name(&kind)
             )));
         }
-        (Kind::ToolUse, Some(id)) => Record::tool_use(id.into_owned(), parsed.tokens),
-        (Kind::ToolResult, Some(id)) => Record::tool_result(id.into_owned(), parsed.tokens),
+        (Kind::ToolUse, Some(id)) => {
+            let payload = if parsed.name.is_some() || parsed.arguments.is_some() {
+                Payload::Call {
+                    name: parsed.name,
+                    arguments: parsed.arguments.map(|a| a.get().to_owned()),
+                }
+            } else {
+                Payload::None
+            };
+            (Record::tool_use(id.into_owned(), parsed.tokens), payload)
+        }
+        (Kind::ToolResult, Some(id)) => {
+            let payload = if parsed.status.is_some() || parsed.content.is_some() {
+                Payload::Result {
+                    status: parsed.status.map(ResultStatus::from),
+                    content: parsed.content,
+                }
+            } else {
+                Payload::None
+            };
+            (Record::tool_result(id.into_owned(), parsed.tokens), payload)
+        }
     };
-    Ok(if parsed.bound {
+    let record = if parsed.bound {
         record.bound_to_previous()
     } else {
         record
-    })
+    };
+    Ok(Entry::new(record, payload))
 }
 
 fn kind_name(kind: &Kind) -> &'static str {
@@ -140,6 +321,7 @@ fn kind_name(kind: &Kind) -> &'static str {
         Kind::Assistant => "assistant",
         Kind::ToolUse => "tool_use",
         Kind::ToolResult => "tool_result",
+        Kind::Summary => "summary",
     }
 }
 
@@ -153,23 +335,70 @@ fn describe(e: &serde_json::Error) -> String {
     format!("{core} (column {})", e.column())
 }
 
-/// Writes `record` as one JSONL line, newline included. **O(len)**.
+/// Writes `record` as one JSONL line, newline included. A summary is written with
+/// bare units (its call ids only). **O(len)**.
 ///
 /// # Errors
 /// Whatever writing to `out` returns.
-pub fn write_line<W: std::io::Write>(mut out: W, record: &Record) -> std::io::Result<()> {
+pub fn write_line<W: std::io::Write>(out: W, record: &Record) -> std::io::Result<()> {
+    write_entry(out, &Entry::from(record.clone()))
+}
+
+/// Writes `entry` as one JSONL line with its payload, newline included. **O(len)**.
+///
+/// # Errors
+/// Whatever writing to `out` returns.
+pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Result<()> {
+    let record = &entry.record;
     let (kind, call_id) = match record.kind() {
-        RecordKind::User => (Kind::User, None),
-        RecordKind::Assistant => (Kind::Assistant, None),
         RecordKind::ToolUse(id) => (Kind::ToolUse, Some(id.as_str())),
         RecordKind::ToolResult(id) => (Kind::ToolResult, Some(id.as_str())),
+        RecordKind::Summary(_) => (Kind::Summary, None),
+        RecordKind::Assistant => (Kind::Assistant, None),
+        _ => (Kind::User, None),
     };
-    let line = OutLine {
+    let mut line = OutLine {
         kind,
         call_id,
         tokens: record.tokens(),
         bound: record.is_bound_to_previous(),
+        name: None,
+        arguments: None,
+        status: None,
+        content: None,
+        text: None,
+        covers: None,
     };
+    let units;
+    match (&entry.payload, record.kind()) {
+        (Payload::Call { name, arguments }, RecordKind::ToolUse(_)) => {
+            line.name = name.as_deref();
+            line.arguments = arguments.as_deref().and_then(raw);
+        }
+        (Payload::Result { status, content }, RecordKind::ToolResult(_)) => {
+            line.status = status.map(status_out);
+            line.content = content.as_deref();
+        }
+        (Payload::Summary { text, .. }, RecordKind::Summary(_)) => {
+            line.text = text.as_deref();
+        }
+        _ => {}
+    }
+    if matches!(record.kind(), RecordKind::Summary(_)) {
+        units = entry.units();
+        line.covers = Some(
+            units
+                .iter()
+                .map(|u| UnitOut {
+                    call_id: u.call_id.as_str(),
+                    name: u.tool.as_deref(),
+                    arguments: u.arguments.as_deref().and_then(raw),
+                    status: u.status.map(status_out),
+                    first_line: u.first_line.as_deref(),
+                })
+                .collect(),
+        );
+    }
     serde_json::to_writer(&mut out, &line)?;
     out.write_all(b"\n")
 }
@@ -233,10 +462,16 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Reader<R> {
-    type Item = Result<(usize, Record), ReadError>;
+impl<R: BufRead> Reader<R> {
+    /// Reads entries (records with their payloads) instead of records.
+    pub fn entries(self) -> Entries<R> {
+        Entries(self)
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    fn next_parsed<T>(
+        &mut self,
+        parse: fn(&str, usize) -> Result<T, ReadError>,
+    ) -> Option<Result<(usize, T), ReadError>> {
         while !self.done {
             match self.next_line() {
                 Ok(false) => self.done = true,
@@ -262,7 +497,7 @@ impl<R: BufRead> Iterator for Reader<R> {
                     if text.trim().is_empty() {
                         continue;
                     }
-                    let result = parse_line(text, line).map(|r| (line, r));
+                    let result = parse(text, line).map(|r| (line, r));
                     if result.is_err() {
                         self.done = true;
                     }
@@ -271,6 +506,26 @@ impl<R: BufRead> Iterator for Reader<R> {
             }
         }
         None
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<(usize, Record), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_parsed(parse_line)
+    }
+}
+
+/// Reads records JSONL as entries, yielding `(line number, entry)`; see
+/// [`Reader::entries`]. **O(1)** per byte read.
+pub struct Entries<R>(Reader<R>);
+
+impl<R: BufRead> Iterator for Entries<R> {
+    type Item = Result<(usize, Entry), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_parsed(parse_entry)
     }
 }
 
@@ -386,5 +641,66 @@ mod tests {
         }
         let back: Vec<Record> = Reader::new(&out[..]).map(|r| r.unwrap().1).collect();
         assert_eq!(back, records);
+    }
+
+    #[test]
+    fn entries_with_payloads_and_summaries_round_trip() {
+        let text = concat!(
+            r#"{"kind":"tool_use","call_id":"a","tokens":4,"name":"bash","arguments":{"command":"ls -l","n":[1,2]}}"#,
+            "\n",
+            r#"{"kind":"tool_result","call_id":"a","tokens":5,"status":"error","content":"no\nway"}"#,
+            "\n",
+            r#"{"kind":"summary","tokens":9,"text":"did things","covers":[{"call_id":"b","name":"grep","arguments":null,"status":"ok","first_line":"x"},{"call_id":"c"}]}"#,
+            "\n",
+        );
+        let entries: Vec<Entry> = Reader::new(text.as_bytes())
+            .entries()
+            .map(|e| e.unwrap().1)
+            .collect();
+        assert_eq!(
+            entries[0].payload,
+            Payload::Call {
+                name: Some("bash".into()),
+                arguments: Some(r#"{"command":"ls -l","n":[1,2]}"#.into())
+            }
+        );
+        let units = entries[2].units();
+        assert_eq!(entries[2].record.kind().covered(), ["b", "c"]);
+        assert_eq!(
+            units[0].arguments.as_deref(),
+            Some("null"),
+            "present null is kept"
+        );
+        assert_eq!(units[1].arguments, None, "absent is lost");
+        let mut out = Vec::new();
+        for e in &entries {
+            write_entry(&mut out, e).unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+    }
+
+    #[test]
+    fn payload_fields_on_the_wrong_kind_and_bad_summaries_are_errors() {
+        for (bad, want) in [
+            (
+                r#"{"kind":"tool_result","call_id":"a","tokens":1,"name":"x"}"#,
+                "line 1: tool_result record has a `name` field; only tool_use records carry one",
+            ),
+            (
+                r#"{"kind":"summary","tokens":1}"#,
+                "line 1: summary record has no `covers` list",
+            ),
+            (
+                r#"{"kind":"summary","call_id":"a","tokens":1,"covers":[]}"#,
+                "line 1: summary record has a call_id",
+            ),
+            (
+                r#"{"kind":"summary","tokens":1,"covers":[{"call_id":"a","x":1}]}"#,
+                "line 1: unknown field `x`",
+            ),
+        ] {
+            let err = parse_entry(bad, 1).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{bad}: {err}");
+        }
     }
 }

@@ -51,8 +51,11 @@ mod index;
 mod record;
 mod tracker;
 
+pub mod compact;
 #[cfg(feature = "formats")]
 pub mod format;
+pub mod validate;
+
 #[cfg(feature = "jsonl")]
 pub mod jsonl;
 pub mod reference;
@@ -62,6 +65,7 @@ pub use error::{AppendError, Defer};
 pub use index::MAX_RECORDS;
 pub use record::{CallId, Record, RecordKind};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
+pub use validate::{Report, Violation, validate, validate_records};
 
 /// The README's library example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -30,6 +30,12 @@ enum Command {
     /// Records, messages, tool pairs, tokens, legal cuts and the longest span no cut
     /// can split.
     Stats(cli::stats::Args),
+    /// Compact a log: replace the region between the pinned head and the legal cut
+    /// nearest the target by one summary record, and print the compacted log.
+    ///
+    /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
+    /// on stderr); 2 on bad input.
+    Compact(cli::compact::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,5 +43,6 @@ fn main() -> ExitCode {
         Command::Cut(args) => cli::cut::run(args),
         Command::Check(args) => cli::check_formats::run(args),
         Command::Stats(args) => cli::stats::run(args),
+        Command::Compact(args) => cli::compact::run(args),
     }
 }

@@ -111,17 +111,24 @@ pub enum RecordKind {
     ToolUse(CallId),
     /// The answer to the `ToolUse` with the same id.
     ToolResult(CallId),
+    /// A summary standing for a compacted region. It covers the listed calls as whole
+    /// pairs (use and result), in log order: for pairing, each covered id counts as
+    /// called and answered here, so a later `tool_result` with one is a duplicate and a
+    /// later `tool_use` with one is refused. What each pair was (tool, arguments,
+    /// result) lives in the compaction layer ([`compact`](crate::compact)).
+    Summary(Box<[CallId]>),
 }
 
 impl RecordKind {
     /// The kind's name as the seed and the records JSONL format spell it:
-    /// `user`, `assistant`, `tool_use`, `tool_result`. **O(1)**.
+    /// `user`, `assistant`, `tool_use`, `tool_result`, `summary`. **O(1)**.
     pub fn name(&self) -> &'static str {
         match self {
             RecordKind::User => "user",
             RecordKind::Assistant => "assistant",
             RecordKind::ToolUse(_) => "tool_use",
             RecordKind::ToolResult(_) => "tool_result",
+            RecordKind::Summary(_) => "summary",
         }
     }
 
@@ -129,7 +136,15 @@ impl RecordKind {
     pub fn call_id(&self) -> Option<&CallId> {
         match self {
             RecordKind::ToolUse(id) | RecordKind::ToolResult(id) => Some(id),
-            RecordKind::User | RecordKind::Assistant => None,
+            RecordKind::User | RecordKind::Assistant | RecordKind::Summary(_) => None,
+        }
+    }
+
+    /// The calls a summary covers; empty for the other kinds. **O(1)**.
+    pub fn covered(&self) -> &[CallId] {
+        match self {
+            RecordKind::Summary(ids) => ids,
+            _ => &[],
         }
     }
 }
@@ -206,6 +221,12 @@ impl Record {
     /// [`Record::tool_use`]. **O(1)** for owned ids, **O(len)** for borrowed ones.
     pub fn tool_result(id: impl Into<CallId>, tokens: u64) -> Self {
         Record::new(RecordKind::ToolResult(id.into()), tokens)
+    }
+
+    /// A summary of a compacted region covering the calls `covered` (see
+    /// [`RecordKind::Summary`]). **O(k)** for `k` covered calls.
+    pub fn summary(covered: impl IntoIterator<Item = CallId>, tokens: u64) -> Self {
+        Record::new(RecordKind::Summary(covered.into_iter().collect()), tokens)
     }
 
     /// The record's kind. **O(1)**.

@@ -197,6 +197,10 @@ impl Tracker {
 
         let anomaly = match kind {
             RecordKind::User | RecordKind::Assistant => None,
+            RecordKind::Summary(ids) => {
+                self.record_summary(&ids, at)?;
+                None
+            }
             RecordKind::ToolUse(id) => {
                 if id.is_empty() {
                     return Err(AppendError::EmptyCallId {

@@ -159,3 +159,82 @@ fn cut_prints_a_message_index_for_provider_formats() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("call_BpTazJ89W9PntRqGPwDNfwEY"));
 }
+
+fn cutpoint_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cutpoint"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin).expect("stdin takes the input");
+    }
+    child.wait_with_output().expect("the binary ends")
+}
+
+#[test]
+fn compact_keeps_the_shape_and_check_reads_it_back_clean() {
+    for (name, target) in [
+        ("codex__localpush__rollout-12-41-04-parallel7.jsonl", "4000"),
+        (
+            "claude-code__claude-reliability__python-to-rust-port.jsonl",
+            "6000",
+        ),
+        (
+            "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
+            "4000",
+        ),
+    ] {
+        let file = fixture(name);
+        let out = cutpoint(&[
+            "compact",
+            "--target",
+            target,
+            "--lookback",
+            "3000",
+            "--keep-head",
+            "1",
+            "--summary",
+            "Earlier work, summarized.",
+            &file,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let original = std::fs::read_to_string(&file).expect("fixture");
+        assert!(
+            out.stdout.len() < original.len(),
+            "{name}: something was compacted"
+        );
+        let text = stdout(&out);
+        assert!(text.contains("Earlier work, summarized."), "{name}");
+        assert!(text.contains("Tool calls summarized"), "{name}");
+        let back = cutpoint_stdin(&["check", "-"], &out.stdout);
+        assert_eq!(back.status.code(), Some(0), "{name}: {}", stdout(&back));
+    }
+}
+
+#[test]
+fn compact_defers_with_exit_three_while_a_call_is_open() {
+    // Only the orphan's own neighbourhood is in the window: every cut there is illegal.
+    let out = cutpoint(&[
+        "compact",
+        "--format",
+        "codex",
+        "--target",
+        "15900",
+        "--lookback",
+        "10",
+        &fixture(ORPHAN),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deferred"));
+}

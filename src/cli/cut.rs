@@ -34,22 +34,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
         FormatArg::Records => input::open(args.file.as_deref()),
         FormatArg::Auto => match formats::load_bytes(args.file.as_deref()) {
             Err(message) => return input::bad_input(&message),
-            Ok(loaded) => {
-                // Records JSONL (and anything no format claims, so that its errors
-                // name the line) goes the streaming records way.
-                let detected = std::str::from_utf8(&loaded.bytes)
-                    .ok()
-                    .and_then(|text| cutpoint::format::detect(text).ok());
-                match detected {
-                    Some(format) if format != cutpoint::format::Format::Records => {
-                        return run_transcript(args, Some(loaded), format);
-                    }
-                    _ => Ok(input::Input {
-                        name: loaded.name,
-                        reader: Box::new(io::Cursor::new(loaded.bytes)),
-                    }),
+            Ok(loaded) => match formats::resolve(&loaded, args.format) {
+                Err(message) => return input::bad_input(&message),
+                Ok(format) if format != cutpoint::format::Format::Records => {
+                    return run_transcript(args, Some(loaded), format);
                 }
-            }
+                Ok(_) => Ok(input::Input {
+                    name: loaded.name,
+                    reader: Box::new(io::Cursor::new(loaded.bytes)),
+                }),
+            },
         },
         other => {
             let Some(format) = other.format() else {

@@ -121,6 +121,33 @@ pub(crate) fn load_bytes(file: Option<&Path>) -> Result<LoadedBytes, String> {
     Ok(LoadedBytes { name, bytes })
 }
 
+/// The format of `bytes`: `format` when named; for `auto`, the detected one. Input no
+/// format claims goes to records JSONL (whose reader names the bad line) unless it is
+/// a JSON document, for which the detection error (listing the formats) is returned
+/// as `FILE: cannot tell the format ...`.
+pub(crate) fn resolve(loaded: &LoadedBytes, format: FormatArg) -> Result<Format, String> {
+    if let Some(f) = format.format() {
+        return Ok(f);
+    }
+    let Ok(text) = std::str::from_utf8(&loaded.bytes) else {
+        return Ok(Format::Records);
+    };
+    match format::detect(text) {
+        Ok(f) => Ok(f),
+        Err(e) => {
+            let trimmed = text.trim_start();
+            let first_line = trimmed.lines().next().unwrap_or("");
+            let json_lines = serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok()
+                && first_line.starts_with('{');
+            if !json_lines && (trimmed.starts_with('[') || trimmed.starts_with('{')) {
+                Err(format!("{}: {e}", loaded.name))
+            } else {
+                Ok(Format::Records)
+            }
+        }
+    }
+}
+
 /// Turns loaded bytes into text. Errors read `FILE: not UTF-8 ...`.
 pub(crate) fn into_text(loaded: LoadedBytes) -> Result<Loaded, String> {
     let LoadedBytes { name, bytes } = loaded;
@@ -133,13 +160,8 @@ pub(crate) fn into_text(loaded: LoadedBytes) -> Result<Loaded, String> {
     Ok(Loaded { name, text })
 }
 
-/// Parses a loaded file as `format` (detecting it for `auto`). Errors read
-/// `FILE:LINE: what is wrong` or `FILE: cannot tell the format ...`.
-pub(crate) fn parse(loaded: &Loaded, format: FormatArg) -> Result<Transcript, String> {
-    parse_counting(loaded, format, &ByteEstimate)
-}
-
-/// [`parse`] with tokens counted by `counter`.
+/// Parses a loaded file as `format` (detecting it for `auto`), counting tokens with
+/// `counter`. Errors read `FILE:LINE: what is wrong` or `FILE: cannot tell the format ...`.
 pub(crate) fn parse_counting(
     loaded: &Loaded,
     format: FormatArg,

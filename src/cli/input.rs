@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use cutpoint::Tracker;
+use cutpoint::compact::Entry;
 use cutpoint::jsonl::Reader;
 
 /// Input formats the CLI reads.
@@ -45,19 +46,65 @@ pub(crate) fn read_tracker(input: Input) -> Result<Tracker, String> {
     let Input { name, reader } = input;
     let mut tracker = Tracker::new();
     for item in Reader::new(reader) {
-        let (line, record) = item.map_err(|e| {
-            let line = e.line();
-            let text = e.to_string();
-            let rest = text
-                .strip_prefix(&format!("line {line}: "))
-                .unwrap_or(&text);
-            format!("{name}:{line}: {rest}")
-        })?;
+        let (line, record) = item.map_err(|e| located(&name, &e))?;
         tracker
             .append(record)
             .map_err(|e| format!("{name}:{line}: {e}"))?;
     }
     Ok(tracker)
+}
+
+/// A log read with its payloads, and the input line of each entry.
+pub(crate) struct Read {
+    /// The name to print in messages (the path, or `<stdin>`).
+    pub(crate) name: String,
+    /// The entries, in log order.
+    pub(crate) entries: Vec<Entry>,
+    /// `lines[i]` is the 1-based input line of `entries[i]`.
+    pub(crate) lines: Vec<usize>,
+}
+
+impl Read {
+    /// The input line of record `at`, or one past the last line for `at == len`.
+    pub(crate) fn line(&self, at: usize) -> usize {
+        self.lines
+            .get(at)
+            .copied()
+            .unwrap_or_else(|| self.lines.last().map_or(1, |l| l + 1))
+    }
+}
+
+/// Reads a whole log with its payloads, in `format`, without judging its pairing
+/// (a broken log is still read). The one place that knows the input formats: a new
+/// format is a new arm here. Errors read `FILE:LINE: what is wrong`.
+pub(crate) fn read_entries(input: Input, format: Format) -> Result<Read, String> {
+    let Input { name, reader } = input;
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    match format {
+        Format::Records => {
+            for item in Reader::new(reader).entries() {
+                let (line, entry) = item.map_err(|e| located(&name, &e))?;
+                entries.push(entry);
+                lines.push(line);
+            }
+        }
+    }
+    Ok(Read {
+        name,
+        entries,
+        lines,
+    })
+}
+
+/// `FILE:LINE: what is wrong` for a records read error.
+fn located(name: &str, e: &cutpoint::jsonl::ReadError) -> String {
+    let line = e.line();
+    let text = e.to_string();
+    let rest = text
+        .strip_prefix(&format!("line {line}: "))
+        .unwrap_or(&text);
+    format!("{name}:{line}: {rest}")
 }
 
 /// Prints `message` on stderr and returns the bad-input exit status.

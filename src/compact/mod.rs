@@ -1,0 +1,261 @@
+//! Schema-preserving compaction: replace a region of the log by one summary record
+//! without ever splitting a `tool_use`/`tool_result` pair.
+//!
+//! ```text
+//!   Log ──plan(&Policy)──▶ Plan { region, atoms, tail } ──(summarize the atoms)──▶
+//!       ──apply(plan, text, tokens)──▶ region replaced by one summary record
+//! ```
+//!
+//! - [`Log`] holds the records with their payloads ([`Entry`]) beside a [`Tracker`].
+//! - [`Log::plan`] picks the region: it starts after the pinned head and ends at a
+//!   legal cut chosen by the tracker (walking back from the token target as the seed
+//!   does, or forward to the nearest legal cut past it). Both ends are legal cuts, so
+//!   every pair lies wholly inside the region or wholly outside it. The plan lists the
+//!   region's [`Atom`]s, each pair as one unit, ready for an LLM summarizer.
+//! - [`Log::apply`] replaces the region by one [`RecordKind::Summary`] record whose
+//!   [`Unit`]s list every covered pair: call id, tool name, arguments (verbatim by
+//!   default), result status and first line. A summary already inside the region is
+//!   folded into the new one, unit by unit, so compacting again (re-entry within the
+//!   same turn) keeps every call exactly once. The tracker is updated in place at a
+//!   cost proportional to the region ([`Tracker::replace_region`]), never rebuilt.
+//!
+//! The pairing structure is re-derived from the log on every plan, never carried over
+//! from an earlier pass; [`validate`](crate::validate()) checks the result.
+
+mod apply;
+mod plan;
+mod repair;
+mod summary;
+mod track;
+
+use std::collections::VecDeque;
+
+pub use apply::{Applied, ApplyError};
+pub use plan::{Atom, Deferral, Direction, Plan, Policy};
+pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
+pub use summary::{ArgumentPolicy, PROTECTED_FIELDS, shorten_arguments};
+
+use crate::error::AppendError;
+use crate::record::{CallId, Record, RecordKind};
+use crate::tracker::{Appended, Tracker};
+
+/// How a tool call ended, as a summary unit and a result payload record it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum ResultStatus {
+    /// The tool ran and returned.
+    Ok,
+    /// The tool reported an error.
+    Error,
+    /// The call never got a real result; [`repair`] inserted one.
+    Aborted,
+}
+
+impl ResultStatus {
+    /// `ok`, `error` or `aborted`. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultStatus::Ok => "ok",
+            ResultStatus::Error => "error",
+            ResultStatus::Aborted => "aborted",
+        }
+    }
+}
+
+/// One compacted pair inside a summary: what a model needs to interpret it later
+/// ("called `bash {"command":"pytest -x"}` → error: 3 failed").
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Unit {
+    /// The call's id.
+    pub call_id: CallId,
+    /// The tool's name, when the log recorded it.
+    pub tool: Option<String>,
+    /// The call's arguments as the log recorded them (JSON text, verbatim unless an
+    /// [`ArgumentPolicy`] shortened long fields). `None` means they were lost, which
+    /// [`validate`](crate::validate()) reports as argument loss; a call that was recorded
+    /// without arguments gets `Some("null")`.
+    pub arguments: Option<String>,
+    /// How the call ended, when known.
+    pub status: Option<ResultStatus>,
+    /// The first line of the result, when known.
+    pub first_line: Option<String>,
+}
+
+impl Unit {
+    /// A unit that knows only its call id (arguments lost). **O(1)**.
+    pub fn bare(call_id: CallId) -> Self {
+        Unit {
+            call_id,
+            tool: None,
+            arguments: None,
+            status: None,
+            first_line: None,
+        }
+    }
+}
+
+/// What a record says, beyond its kind and size. The tracker never sees payloads.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub enum Payload {
+    /// Nothing recorded (plain records, user and assistant text).
+    #[default]
+    None,
+    /// A `tool_use`'s tool name and arguments (JSON text), as far as recorded.
+    Call {
+        /// The tool's name.
+        name: Option<String>,
+        /// The arguments, verbatim JSON text.
+        arguments: Option<String>,
+    },
+    /// A `tool_result`'s status and content, as far as recorded.
+    Result {
+        /// How the call ended.
+        status: Option<ResultStatus>,
+        /// The output text.
+        content: Option<String>,
+    },
+    /// A summary's text and the pairs it covers, one unit each, in log order.
+    Summary {
+        /// Prose from the summarizer, if any.
+        text: Option<String>,
+        /// The covered pairs.
+        units: Vec<Unit>,
+    },
+}
+
+/// A record with its payload: the unit the compaction layer stores.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Entry {
+    /// The record the tracker sees.
+    pub record: Record,
+    /// What it says.
+    pub payload: Payload,
+}
+
+impl Entry {
+    /// An entry with a payload. **O(1)**.
+    pub fn new(record: Record, payload: Payload) -> Self {
+        Entry { record, payload }
+    }
+
+    /// The units of a summary entry: its payload's units, or bare units (arguments
+    /// lost) for the covered ids when the payload has none. Empty for other kinds.
+    /// **O(k)** for `k` units.
+    pub fn units(&self) -> Vec<Unit> {
+        match (&self.payload, self.record.kind()) {
+            (Payload::Summary { units, .. }, RecordKind::Summary(_)) => units.clone(),
+            (_, RecordKind::Summary(ids)) => ids.iter().cloned().map(Unit::bare).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl From<Record> for Entry {
+    fn from(record: Record) -> Self {
+        Entry {
+            record,
+            payload: Payload::None,
+        }
+    }
+}
+
+/// A log that can be compacted in place: the entries, and a [`Tracker`] over their
+/// records that stays exact through every compaction.
+///
+/// # Call protocol
+/// - **Input**: [`append`](Log::append) entries as they stream in (**O(1)** amortized).
+/// - **Compaction**: [`plan`](Log::plan) (**O(log n + r)** for a region of `r`
+///   records), hand the plan's atoms to a summarizer, then [`apply`](Log::apply)
+///   (**O(r + min(head, tail))** amortized). A plan goes stale once another plan is
+///   applied; `apply` refuses stale plans.
+/// - **Getters**: [`entries`](Log::entries), [`tracker`](Log::tracker).
+#[derive(Clone, Debug, Default)]
+pub struct Log {
+    entries: VecDeque<Entry>,
+    tracker: Tracker,
+    generation: u64,
+}
+
+impl Log {
+    /// An empty log. **O(1)**.
+    pub fn new() -> Self {
+        Log::default()
+    }
+
+    /// A log holding `entries`, appended in order. **O(n)**.
+    ///
+    /// # Errors
+    /// The first [`AppendError`] (the record's position is in it).
+    pub fn from_entries<I: IntoIterator<Item = Entry>>(entries: I) -> Result<Self, AppendError> {
+        let mut log = Log::new();
+        for entry in entries {
+            log.append(entry)?;
+        }
+        Ok(log)
+    }
+
+    /// Appends one entry; see [`Tracker::append`]. **O(1)** amortized. A refused entry
+    /// leaves the log exactly as it was.
+    ///
+    /// # Errors
+    /// Whatever [`Tracker::append`] refuses.
+    pub fn append(&mut self, entry: Entry) -> Result<Appended, AppendError> {
+        let appended = self.tracker.append(entry.record.clone())?;
+        self.entries.push_back(entry);
+        Ok(appended)
+    }
+
+    /// The entries, in log order. **O(1)**.
+    pub fn entries(&self) -> &VecDeque<Entry> {
+        &self.entries
+    }
+
+    /// The tracker over the entries' records. **O(1)**.
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    /// Number of entries. **O(1)**.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the log is empty. **O(1)**.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Checks the tracker's invariants and that it describes the entries: one record
+    /// per entry, same token counts. Panics with a description otherwise. **O(n)**.
+    /// For tests and fuzzers.
+    #[doc(hidden)]
+    pub fn assert_invariants(&self) {
+        self.tracker.assert_invariants();
+        assert_eq!(
+            self.entries.len(),
+            self.tracker.len(),
+            "one record per entry"
+        );
+        for (i, e) in self.entries.iter().enumerate() {
+            assert_eq!(
+                Some(e.record.tokens()),
+                self.tracker.record_tokens(i),
+                "tokens of entry {i}"
+            );
+            if let (Payload::Summary { units, .. }, RecordKind::Summary(ids)) =
+                (&e.payload, e.record.kind())
+            {
+                assert!(
+                    units.iter().map(|u| &u.call_id).eq(ids.iter()),
+                    "summary {i} lists the units it covers"
+                );
+            }
+        }
+    }
+
+    /// The entries, taking the log apart. **O(n)**.
+    pub fn into_entries(self) -> Vec<Entry> {
+        self.entries.into()
+    }
+}
