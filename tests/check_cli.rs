@@ -238,3 +238,72 @@ fn compact_defers_with_exit_three_while_a_call_is_open() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("deferred"));
 }
+
+/// An OpenAI Chat log with parallel calls (1 to 3 per turn, answered out of order).
+fn parallel_chat(turns: usize) -> String {
+    let mut items = vec![r#"{"role":"system","content":"Weather bot."}"#.to_owned()];
+    for t in 0..turns {
+        items.push(format!(r#"{{"role":"user","content":"Q{t}"}}"#));
+        let n = 1 + t % 3;
+        let calls: Vec<String> = (0..n)
+            .map(|k| format!(r#"{{"id":"c{t}_{k}","type":"function","function":{{"name":"w","arguments":"{{\"k\":{k}}}"}}}}"#))
+            .collect();
+        items.push(format!(
+            r#"{{"role":"assistant","content":null,"tool_calls":[{}]}}"#,
+            calls.join(",")
+        ));
+        for k in (0..n).rev() {
+            items.push(format!(
+                r#"{{"role":"tool","tool_call_id":"c{t}_{k}","content":"{}"}}"#,
+                "r".repeat(30 * (k + 1))
+            ));
+        }
+        items.push(format!(r#"{{"role":"assistant","content":"A{t}"}}"#));
+    }
+    format!("[{}]", items.join(",\n"))
+}
+
+#[test]
+fn compact_openai_chat_at_every_budget_passes_check() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parallel_chat.json");
+    std::fs::write(&path, parallel_chat(6)).expect("temp file");
+    let file = path.display().to_string();
+    let stats = cutpoint(&["stats", "--json", &file]);
+    let doc: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("JSON");
+    let total = doc["tokens"].as_u64().expect("tokens");
+    let (mut compacted, mut deferred) = (0, 0);
+    for target in (0..=total + 1).step_by(3) {
+        let target = target.to_string();
+        let out = cutpoint(&[
+            "compact",
+            "--format",
+            "openai-chat",
+            "--target",
+            &target,
+            "--lookback",
+            "40",
+            "--keep-head",
+            "1",
+            &file,
+        ]);
+        match out.status.code() {
+            Some(0) => compacted += 1,
+            Some(3) => {
+                deferred += 1;
+                continue;
+            }
+            other => panic!("target {target}: exit {other:?}"),
+        }
+        let back = cutpoint_stdin(&["check", "--format", "openai-chat", "-"], &out.stdout);
+        assert_eq!(
+            back.status.code(),
+            Some(0),
+            "target {target}: {}",
+            stdout(&back)
+        );
+    }
+    assert!(
+        compacted > 20 && deferred > 0,
+        "{compacted} compacted, {deferred} deferred"
+    );
+}

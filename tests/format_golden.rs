@@ -10,7 +10,15 @@ fn read(text: &str, format: Format) -> Transcript {
     format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The legal cuts as message indices, after checking that every legal record cut
+/// falls where a message starts (never between two blocks of one message).
 fn cuts(t: &Transcript) -> Vec<usize> {
+    let (tracker, owner) = t.tracker().expect("records fit the tracker");
+    for c in tracker.legal_cuts() {
+        if c > 0 && c < owner.len() {
+            assert_ne!(owner[c - 1], owner[c], "record cut {c} splits a message");
+        }
+    }
     t.legal_message_cuts().expect("records fit the tracker")
 }
 

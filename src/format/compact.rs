@@ -223,3 +223,71 @@ pub fn render(
     }
     Ok(out)
 }
+
+/// A compaction written back in the transcript's format.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Compacted {
+    /// The compacted log, in the input's format.
+    pub text: String,
+    /// First summarized message (end of the pinned head).
+    pub head: usize,
+    /// First retained message.
+    pub cut: usize,
+    /// Tokens of the summarized messages.
+    pub tokens: u64,
+    /// The summarized tool pairs, as the summary's ledger lists them.
+    pub ledger: Vec<LedgerEntry>,
+}
+
+/// Why [`compact_transcript`] wrote nothing.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// No legal cut in the window, or the head is still open: wait for the turn
+    /// boundary.
+    #[error("{0}")]
+    Deferred(#[from] crate::compact::Deferral),
+    /// The plan could not be written (a log the tracker refuses).
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+/// Plans a compaction of `t` (read from `input`) with [`Log::plan`](crate::compact::Log::plan)
+/// over its live history's records, `keep_head` messages of the live history pinned
+/// (overriding `policy.keep_head`, which counts records), and writes it with
+/// [`render`]. `Ok(None)` when there is nothing to compact past the head.
+/// **O(len)**.
+///
+/// # Errors
+/// [`CompactError::Deferred`] when the plan defers; [`CompactError::Render`] when the
+/// tracker refuses the records.
+pub fn compact_transcript(
+    t: &Transcript,
+    input: &str,
+    policy: &crate::compact::Policy,
+    keep_head: usize,
+    summary: &str,
+) -> Result<Option<Compacted>, CompactError> {
+    let (records, owner) = t.records(t.live_from());
+    let log =
+        crate::compact::Log::from_entries(records.into_iter().map(crate::compact::Entry::from))
+            .map_err(RenderError::from)?;
+    let head_message = t.live_from().saturating_add(keep_head);
+    let mut policy = policy.clone();
+    policy.keep_head = owner.partition_point(|&m| m < head_message);
+    let plan = log.plan(&policy)?;
+    if plan.region.is_empty() {
+        return Ok(None);
+    }
+    let head = t.message_at(&owner, plan.region.start);
+    let cut = t.message_at(&owner, plan.region.end);
+    let text = render(t, input, head, cut, summary)?;
+    Ok(Some(Compacted {
+        text,
+        head,
+        cut,
+        tokens: plan.region_tokens,
+        ledger: ledger(t, head..cut),
+    }))
+}
