@@ -22,10 +22,11 @@ enum Command {
     /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
     Cut(cli::cut::Args),
-    /// Check logs against their provider's tool call rules (every format).
+    /// Check logs: records JSONL against the five conditions of safe compaction, the
+    /// provider formats against their provider's tool call rules.
     ///
-    /// Prints FILE:LINE: rule: call_id text per violation. Exit status: 0 clean; 1
-    /// violations; 2 unreadable input.
+    /// Prints FILE:LINE: rule: call_id [provider error text] per violation. Exit
+    /// status: 0 clean; 1 violations; 2 unreadable input.
     Check(cli::check_formats::Args),
     /// Records, messages, tool pairs, tokens, legal cuts and the longest span no cut
     /// can split.

@@ -216,6 +216,17 @@ fn compact_keeps_the_shape_and_check_reads_it_back_clean() {
         let text = stdout(&out);
         assert!(text.contains("Earlier work, summarized."), "{name}");
         assert!(text.contains("Tool calls summarized"), "{name}");
+        if name.ends_with(".jsonl") {
+            // The summary line carries its neighbours' timestamp.
+            let line = text
+                .lines()
+                .find(|l| l.contains("Tool calls summarized"))
+                .unwrap_or("");
+            assert!(
+                line.contains("\"timestamp\":\"2026-"),
+                "{name}: {line:.200}"
+            );
+        }
         let back = cutpoint_stdin(&["check", "-"], &out.stdout);
         assert_eq!(back.status.code(), Some(0), "{name}: {}", stdout(&back));
     }

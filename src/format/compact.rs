@@ -116,6 +116,10 @@ pub fn summary_text(summary: &str, ledger: &[LedgerEntry]) -> String {
 /// for Codex, an `isCompactSummary` user record for Claude Code, a user record for
 /// records JSONL. `tokens` is used by records JSONL only. **O(len)**.
 pub fn summary_message(format: Format, text: &str, tokens: u64) -> String {
+    summary_value(format, text, tokens).to_string()
+}
+
+fn summary_value(format: Format, text: &str, tokens: u64) -> serde_json::Value {
     let value = match format {
         Format::Records => json!({"kind": "user", "tokens": tokens}),
         Format::AnthropicMessages => {
@@ -139,7 +143,30 @@ pub fn summary_message(format: Format, text: &str, tokens: u64) -> String {
             }
         }),
     };
-    value.to_string()
+    value
+}
+
+/// The fields a JSONL line of `format` carries besides its message, copied from the
+/// first summarized line so the summary line looks like its neighbours: `timestamp`
+/// (Codex, Claude Code) and `sessionId`, `cwd`, `version` (Claude Code).
+fn line_context(format: Format, line: &str) -> serde_json::Map<String, serde_json::Value> {
+    let keys: &[&str] = match format {
+        Format::CodexRollout => &["timestamp"],
+        Format::ClaudeCode => &["timestamp", "sessionId", "cwd", "version"],
+        _ => &[],
+    };
+    let mut out = serde_json::Map::new();
+    if keys.is_empty() {
+        return out;
+    }
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(line) {
+        for k in keys {
+            if let Some(v) = map.get(*k) {
+                out.insert((*k).to_owned(), v.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Writes `t` (read from `input`) compacted: messages `..head` verbatim, one summary
@@ -178,8 +205,17 @@ pub fn render(
         });
     }
     let text = summary_text(summary, &ledger(t, head..cut));
-    let summary = summary_message(t.format, &text, ByteEstimate.count(&text));
     let span = |m: usize| t.messages[m].spans.first().map_or(0..0, Clone::clone);
+    let mut value = summary_value(t.format, &text, ByteEstimate.count(&text));
+    if let (Some(first), serde_json::Value::Object(map)) = (t.messages.get(head), &mut value) {
+        if head < cut && t.array_span.is_none() {
+            let line = &input[first.spans.first().map_or(0..0, Clone::clone)];
+            for (k, v) in line_context(t.format, line) {
+                map.entry(k).or_insert(v);
+            }
+        }
+    }
+    let summary = value.to_string();
     let mut out = String::with_capacity(input.len());
     match &t.array_span {
         Some(array) => {
