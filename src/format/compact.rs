@@ -120,7 +120,7 @@ pub fn summary_message(format: Format, text: &str, tokens: u64) -> String {
 }
 
 fn summary_value(format: Format, text: &str, tokens: u64) -> serde_json::Value {
-    let value = match format {
+    match format {
         Format::Records => json!({"kind": "user", "tokens": tokens}),
         Format::AnthropicMessages => {
             json!({"role": "user", "content": [{"type": "text", "text": text}]})
@@ -142,8 +142,7 @@ fn summary_value(format: Format, text: &str, tokens: u64) -> serde_json::Value {
                 "content": [{"type": "input_text", "text": text}]
             }
         }),
-    };
-    value
+    }
 }
 
 /// The fields a JSONL line of `format` carries besides its message, copied from the
