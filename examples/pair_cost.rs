@@ -22,6 +22,10 @@
 //! - **blind cut illegal**: the share of moments where the blind cut splits a pair
 //!   or a message (what a pairing-blind compactor would have broken).
 //!
+//! A second table does the same for the forward direction: the nearest legal cut
+//! that compacts at least the target (within the lookback past it), against a blind
+//! cut right after the target record.
+//!
 //! The transcripts are read ad hoc: `tool_use`/`tool_result` blocks and text of
 //! Claude Code session lines (blocks of one message bound together), and Codex
 //! rollout `response_item`s (a reasoning item bound to what follows it; a `compacted`
@@ -38,6 +42,10 @@ const MOMENTS: usize = 60;
 
 #[derive(Default, Clone, Copy)]
 struct Tally {
+    /// Forward direction: blind tokens through the target record, legal tokens.
+    fwd_blind: u128,
+    fwd_legal: u128,
+    fwd_deferred: u64,
     blind: u128,
     blind_all: u128,
     legal: u128,
@@ -80,6 +88,20 @@ fn measure(records: &[Record], tallies: &mut [Tally; BUDGETS.len()]) {
             tally.blind_all += u128::from(blind - head_tokens);
             if !tracker.is_legal_cut(blind_cut) {
                 tally.illegal_blind += 1;
+            }
+            // Forward: the nearest legal cut that compacts at least the target.
+            let through = (blind_cut + 1).min(tracker.len());
+            let fwd_blind = tracker.tokens_before(through).unwrap_or(0);
+            let fwd = tracker
+                .legal_cut_at_or_after(through)
+                .and_then(|c| tracker.tokens_before(c))
+                .filter(|&t| t <= target.saturating_add(lookback));
+            match fwd {
+                Some(t) => {
+                    tally.fwd_blind += u128::from(fwd_blind - head_tokens);
+                    tally.fwd_legal += u128::from(t - head_tokens);
+                }
+                None => tally.fwd_deferred += 1,
             }
             match tracker.select_legal_cut(target, lookback) {
                 Ok(cut) => {
@@ -269,6 +291,23 @@ fn main() {
             pct(r.blind_all - r.legal, r.blind_all),
             pct(r.deferred.into(), r.moments.into()),
             pct(r.illegal_blind.into(), r.moments.into()),
+        );
+    }
+    println!(
+        "\nForward (`Direction::Forward`: the nearest legal cut compacting at least the target, within the lookback past it):\n"
+    );
+    println!(
+        "| budget kept | generated: more compacted than blind | deferred | transcripts: more compacted than blind | deferred |"
+    );
+    println!("|---|---|---|---|---|");
+    for (i, b) in BUDGETS.iter().enumerate() {
+        let (g, r) = (generated[i], real[i]);
+        println!(
+            "| {b}% | {} | {} | {} | {} |",
+            pct(g.fwd_legal - g.fwd_blind, g.fwd_blind),
+            pct(g.fwd_deferred.into(), g.moments.into()),
+            pct(r.fwd_legal - r.fwd_blind, r.fwd_blind),
+            pct(r.fwd_deferred.into(), r.moments.into()),
         );
     }
     let moments = |t: &[Tally]| t.iter().map(|x| x.moments).sum::<u64>();

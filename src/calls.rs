@@ -65,6 +65,9 @@ pub(crate) struct PendingCall {
 pub(crate) struct EarlyResult {
     pub(crate) id: CallId,
     pub(crate) first_at: u32,
+    /// Positions of further results with this id (duplicates), in log order: when a
+    /// compaction drops the first, the next one takes its place. Empty in clean logs.
+    pub(crate) later: Vec<u32>,
 }
 
 /// What appending a `tool_use` did.
@@ -155,10 +158,20 @@ impl CallBook {
         if self.pending.remove(&fp).is_some() {
             self.completed.insert(fp);
             ResultOutcome::Answered
-        } else if self.completed.contains(&fp) || self.early.contains_key(&fp) {
+        } else if self.completed.contains(&fp) {
+            ResultOutcome::Duplicate
+        } else if let Some(early) = self.early.get_mut(&fp) {
+            early.later.push(at);
             ResultOutcome::Duplicate
         } else {
-            self.early.insert(fp, EarlyResult { id, first_at: at });
+            self.early.insert(
+                fp,
+                EarlyResult {
+                    id,
+                    first_at: at,
+                    later: Vec::new(),
+                },
+            );
             ResultOutcome::Orphan
         }
     }
@@ -176,9 +189,11 @@ impl CallBook {
     }
 
     /// Records `start..end` became one record at `start`: results waiting for their call
-    /// inside the region are dropped with it, and positions from `end` on move down by
+    /// inside the region are dropped with it (the next result with the same id, if
+    /// any, becomes the one waiting), and positions from `end` on move down by
     /// `end - start - 1`. Pending calls all lie at or after `end` (the region ends at a
-    /// legal cut). **O(p + q)** for `p` pending calls and `q` early results.
+    /// legal cut). **O(p + q)** for `p` pending calls and `q` early results (and their
+    /// duplicates).
     pub(crate) fn replace_region(&mut self, start: u32, end: u32) {
         let down = end - start - 1;
         for p in self.pending.values_mut() {
@@ -189,13 +204,25 @@ impl CallBook {
             );
             p.at -= down;
         }
-        self.early
-            .retain(|_, e| !(start..end).contains(&e.first_at));
-        for e in self.early.values_mut() {
-            if e.first_at >= end {
-                e.first_at -= down;
+        let moved = |p: u32| {
+            if p >= end {
+                Some(p - down)
+            } else {
+                (p < start).then_some(p)
             }
-        }
+        };
+        self.early.retain(|_, e| {
+            let later = std::mem::take(&mut e.later);
+            let mut kept = std::iter::once(e.first_at).chain(later).filter_map(moved);
+            match kept.next() {
+                Some(first) => {
+                    e.first_at = first;
+                    e.later = kept.collect();
+                    true
+                }
+                None => false,
+            }
+        });
     }
 
     pub(crate) fn pending_is_empty(&self) -> bool {
@@ -229,7 +256,11 @@ impl CallBook {
             + table::<Fingerprint, EarlyResult>(self.early.capacity())
             + table::<Fingerprint, ()>(self.completed.capacity())
             + self.pending.values().map(|p| p.id.len()).sum::<usize>()
-            + self.early.values().map(|e| e.id.len()).sum::<usize>()
+            + self
+                .early
+                .values()
+                .map(|e| e.id.len() + e.later.capacity() * 4)
+                .sum::<usize>()
     }
 
     /// Checks the book's own invariants. Panics with a description if one fails.
@@ -268,6 +299,15 @@ impl CallBook {
                 "early result {} is inside the log",
                 e.id
             );
+            let mut prev = e.first_at;
+            for &p in &e.later {
+                assert!(
+                    p > prev && (p as usize) < len,
+                    "further results of {} follow the first, inside the log",
+                    e.id
+                );
+                prev = p;
+            }
             assert!(
                 !self.completed.contains(fp),
                 "early result {} has no call yet",

@@ -16,6 +16,10 @@ use crate::record::{CallId, Record, RecordKind};
 ///   (the seed's selector, **O(log n)**), [`is_legal_cut`](Tracker::is_legal_cut),
 ///   [`legal_cut_at_or_before`](Tracker::legal_cut_at_or_before),
 ///   [`legal_cut_at_or_after`](Tracker::legal_cut_at_or_after), [`pending_calls`](Tracker::pending_calls).
+/// - **Compaction**: [`replace_region`](Tracker::replace_region) replaces records
+///   `start..end` (both legal cuts) by one summary record in place, at a cost
+///   proportional to the region; a [`RecordKind::Summary`] record counts its covered
+///   calls as called and answered. [`compact::Log`](crate::compact::Log) drives both.
 /// - **Getters**: [`len`](Tracker::len), [`total_tokens`](Tracker::total_tokens),
 ///   [`tokens_before`](Tracker::tokens_before), [`anomalies`](Tracker::anomalies).
 ///
@@ -51,8 +55,9 @@ use crate::record::{CallId, Record, RecordKind};
 ///    `<= len` under the rules above, given the records appended so far.
 /// 3. `len` is a legal cut if and only if no call is pending.
 /// 4. A call id is in at most one of: pending (use seen, no result), early (result seen,
-///    no use), completed (both seen). Every pending call and early result lies inside
-///    the log.
+///    no use), completed (both seen, or covered by a summary). Every pending call and
+///    early result lies inside the log; an early result's duplicates follow it, in
+///    order (a compaction that drops the first promotes the next).
 ///
 /// Why positions are decided on arrival: when record `c - 1` is appended, cut `c` is
 /// legal iff no call is pending then (rule (a)); rules (b) and (c) can only be broken

@@ -217,6 +217,16 @@ fn run_case(seed: u64, n: usize, damage: f64) -> usize {
     assert_eq!(twice.structure, once.structure, "twice equals once");
     assert_same_as_rebuilt(&log);
 
+    // Calls for results that came without one: a result compacted away leaves its
+    // call pending; a kept one (moved down by the compaction) makes the cuts between
+    // them illegal. Both must match the rebuilt tracker.
+    for k in 0..50 {
+        if rng.chance(0.3) {
+            let _ = log.append(Entry::from(Record::tool_use(format!("ghost{k}"), 3)));
+        }
+    }
+    assert_same_as_rebuilt(&log);
+
     // The session goes on after compaction.
     for e in rest {
         let _ = log.append(e);
@@ -380,4 +390,31 @@ fn a_walk_back_that_cannot_find_a_cut_defers() {
         .plan(&Policy::new(500).lookback(600).direction(Direction::Forward))
         .unwrap();
     assert_eq!(plan.region, 0..3);
+}
+
+#[test]
+fn summaries_count_their_calls_as_answered_and_must_cover_new_ids() {
+    let mut t = Tracker::from_records([Record::user(5), Record::tool_use("a", 1)]).unwrap();
+    let before = observe(&t);
+    for ids in [vec!["a"], vec!["x", "x"], vec!["y", ""]] {
+        let summary = Record::summary(ids.iter().map(|&i| i.into()), 9);
+        assert!(t.append(summary).is_err(), "{ids:?}");
+        assert_eq!(observe(&t), before, "a refused summary changes nothing");
+    }
+    t.append(Record::tool_result("a", 1)).unwrap();
+    t.append(Record::summary(["s".into(), "q".into()], 9))
+        .unwrap();
+    assert!(t.is_legal_cut(t.len()), "a summary leaves nothing pending");
+    assert_eq!(t.completed_calls(), 3);
+    // A later result with a covered id is a duplicate; a later call is refused.
+    let dup = t.append(Record::tool_result("s", 1)).unwrap();
+    assert_eq!(dup.anomaly, Some(cutpoint::Anomaly::DuplicateResult));
+    assert!(matches!(
+        t.append(Record::tool_use("q", 1)),
+        Err(cutpoint::AppendError::DuplicateCall {
+            first_use: None,
+            ..
+        })
+    ));
+    t.assert_invariants();
 }
