@@ -342,3 +342,117 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
         "S.\n\nTool calls summarized (call id, tool, arguments, first line of result):\n- call_a get_weather {\"city\":\"Paris\"} => Sunny\n- call_b get_weather {\"city\":\"London\"} => Rain"
     );
 }
+
+const CLAUDE_CODE: &str = r#"{"type":"queue-operation","operation":"dequeue","sessionId":"s"}
+{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Read both files"}}
+{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"two reads","signature":"x"}]}}
+{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"Read","input":{"file_path":"a"}}]}}
+{"type":"progress","uuid":"p1","sessionId":"s","data":{}}
+{"type":"assistant","uuid":"a3","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_b","name":"Read","input":{"file_path":"b"}}]}}
+{"type":"user","uuid":"r1","sessionId":"s","sourceToolAssistantUUID":"a2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"A"}]}}
+{"type":"user","uuid":"r2","sessionId":"s","sourceToolAssistantUUID":"a3","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"B"}]}}
+{"type":"assistant","uuid":"a4","sessionId":"s","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"Both read."}]}}
+{"type":"system","subtype":"compact_boundary","uuid":"c1","sessionId":"s","compactMetadata":{"trigger":"auto","preTokens":100}}
+{"type":"user","uuid":"u2","sessionId":"s","isCompactSummary":true,"message":{"role":"user","content":"Summary of the above"}}
+{"type":"assistant","uuid":"a5","sessionId":"s","message":{"id":"msg_3","role":"assistant","content":[{"type":"tool_use","id":"toolu_c","name":"Bash","input":{"command":"ls"}}]}}
+{"type":"user","uuid":"r3","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_c","content":"x\ny"}]}}
+{"type":"assistant","uuid":"a6","sessionId":"s","message":{"id":"msg_4","role":"assistant","content":[{"type":"text","text":"Done."}]}}
+"#;
+
+#[test]
+fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history() {
+    assert_eq!(format::detect(CLAUDE_CODE).ok(), Some(Format::ClaudeCode));
+    let t = read(CLAUDE_CODE, Format::ClaudeCode);
+    let shape: Vec<(usize, usize, usize, bool)> = t
+        .messages
+        .iter()
+        .map(|m| {
+            (
+                m.line,
+                m.calls().count(),
+                m.results().count(),
+                m.starts_history,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (2, 0, 0, false),
+            (3, 2, 0, false), // thinking + two tool_use records of msg_1, progress skipped
+            (7, 0, 2, false), // two tool_result records, one user message
+            (9, 0, 0, false),
+            (11, 0, 0, true), // the summary after the compact_boundary
+            (12, 1, 0, false),
+            (13, 0, 1, false),
+            (14, 0, 0, false),
+        ]
+    );
+    assert_eq!(t.messages[1].spans.len(), 3);
+    assert_eq!(t.live_from(), 4);
+    // Cuts only in the live history: before the summary, the call, after the pair.
+    assert_eq!(cuts(&t), [4, 5, 7, 8]);
+    assert!(violations(&t).is_empty());
+    // Drop toolu_b's result: the call is left unanswered while the log moved on.
+    let broken: String = CLAUDE_CODE
+        .lines()
+        .filter(|l| !l.contains(r#""uuid":"r2""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let t = read(&broken, Format::ClaudeCode);
+    assert_eq!(
+        violations(&t),
+        [(
+            Rule::AnthropicToolUseWithoutResult,
+            "toolu_b".into(),
+            false,
+            1
+        )]
+    );
+}
+
+const CODEX: &str = r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s"}}
+{"timestamp":"t1","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]}}
+{"timestamp":"t2","type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{}","call_id":"call_old"}}
+{"timestamp":"t3","type":"compacted","payload":{"message":"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]},{"type":"compaction","encrypted_content":"e"}]}}
+{"timestamp":"t4","type":"event_msg","payload":{"type":"context_compacted"}}
+{"timestamp":"t5","type":"response_item","payload":{"type":"reasoning","summary":[],"encrypted_content":"r"}}
+{"timestamp":"t6","type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{\"cmd\":\"ls\"}","call_id":"call_1"}}
+{"timestamp":"t7","type":"response_item","payload":{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch","call_id":"call_2"}}
+{"timestamp":"t8","type":"response_item","payload":{"type":"custom_tool_call_output","call_id":"call_2","output":"ok"}}
+{"timestamp":"t9","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"a\nb"}}
+{"timestamp":"t10","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"q"}}}
+{"timestamp":"t11","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+"#;
+
+#[test]
+fn codex_compacted_line_replaces_history_and_web_search_needs_no_output() {
+    assert_eq!(format::detect(CODEX).ok(), Some(Format::CodexRollout));
+    let t = read(CODEX, Format::CodexRollout);
+    assert_eq!(t.messages.len(), 10);
+    assert_eq!(
+        t.live_from(),
+        2,
+        "the compacted line opens the live history"
+    );
+    assert_eq!(t.messages[2].line, 4);
+    // The reasoning item stays with its call; the two calls are open until line 10.
+    assert_eq!(cuts(&t), [2, 3, 8, 9, 10]);
+    // call_old was open when the history was replaced: left behind, not pending.
+    assert_eq!(
+        violations(&t),
+        [(Rule::ResponsesNoOutput, "call_old".into(), false, 1)]
+    );
+    let ledger = compact::ledger(&t, 4..8);
+    let lines: Vec<(String, String, Option<String>)> = ledger
+        .into_iter()
+        .map(|e| (e.call_id.to_string(), e.arguments, e.first_line))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("call_1".into(), r#"{"cmd":"ls"}"#.into(), Some("a".into())),
+            ("call_2".into(), "*** Begin Patch".into(), Some("ok".into())),
+        ]
+    );
+}
