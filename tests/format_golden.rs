@@ -348,6 +348,7 @@ const CLAUDE_CODE: &str = r#"{"type":"queue-operation","operation":"dequeue","se
 {"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"two reads","signature":"x"}]}}
 {"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_a","name":"Read","input":{"file_path":"a"}}]}}
 {"type":"progress","uuid":"p1","sessionId":"s","data":{}}
+{"type":"assistant","uuid":"sa1","isSidechain":true,"sessionId":"s","message":{"id":"msg_s","role":"assistant","content":[{"type":"tool_use","id":"toolu_side","name":"Grep","input":{}}]}}
 {"type":"assistant","uuid":"a3","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_b","name":"Read","input":{"file_path":"b"}}]}}
 {"type":"user","uuid":"r1","sessionId":"s","sourceToolAssistantUUID":"a2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"A"}]}}
 {"type":"user","uuid":"r2","sessionId":"s","sourceToolAssistantUUID":"a3","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_b","content":"B"}]}}
@@ -379,13 +380,13 @@ fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history()
         shape,
         [
             (2, 0, 0, false),
-            (3, 2, 0, false), // thinking + two tool_use records of msg_1, progress skipped
-            (7, 0, 2, false), // two tool_result records, one user message
-            (9, 0, 0, false),
-            (11, 0, 0, true), // the summary after the compact_boundary
-            (12, 1, 0, false),
-            (13, 0, 1, false),
-            (14, 0, 0, false),
+            (3, 2, 0, false), // thinking + two tool_use of msg_1; progress, sidechain skipped
+            (8, 0, 2, false), // two tool_result records, one user message
+            (10, 0, 0, false),
+            (12, 0, 0, true), // the summary after the compact_boundary
+            (13, 1, 0, false),
+            (14, 0, 1, false),
+            (15, 0, 0, false),
         ]
     );
     assert_eq!(t.messages[1].spans.len(), 3);

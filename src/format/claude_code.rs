@@ -22,6 +22,8 @@ struct Line<'a> {
     subtype: Option<&'a str>,
     #[serde(borrow, default)]
     message: Option<&'a RawValue>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: bool,
 }
 
 #[derive(Deserialize)]
@@ -33,8 +35,13 @@ struct Msg<'a> {
 }
 
 /// Reads a Claude Code session. **O(len)**.
+///
+/// Records with `isSidechain: true` belong to a subagent's conversation, which older
+/// versions wrote into the main file: they are read as their own log, which is
+/// returned only when the file holds nothing else (a subagent's own file).
 pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message>, FormatError> {
-    let mut messages: Vec<Message> = Vec::new();
+    let mut main: Vec<Message> = Vec::new();
+    let mut side: Vec<Message> = Vec::new();
     let mut boundary = false;
     for (line, span) in lines(text) {
         let body = &text[span.clone()];
@@ -63,8 +70,13 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         if blocks.is_empty() {
             blocks.push((super::Block::Text, counter.count(raw.get())));
         }
+        let messages = if record.sidechain {
+            &mut side
+        } else {
+            &mut main
+        };
         match messages.last_mut() {
-            Some(last) if last.role == role && !boundary => {
+            Some(last) if last.role == role && (!boundary || record.sidechain) => {
                 last.spans.push(span);
                 last.blocks.extend(blocks);
             }
@@ -74,9 +86,9 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 spans: vec![span],
                 blocks,
                 bound: false,
-                starts_history: std::mem::take(&mut boundary),
+                starts_history: !record.sidechain && std::mem::take(&mut boundary),
             }),
         }
     }
-    Ok(messages)
+    Ok(if main.is_empty() { side } else { main })
 }

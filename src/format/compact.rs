@@ -147,11 +147,12 @@ fn summary_value(format: Format, text: &str, tokens: u64) -> serde_json::Value {
 
 /// The fields a JSONL line of `format` carries besides its message, copied from the
 /// first summarized line so the summary line looks like its neighbours: `timestamp`
-/// (Codex, Claude Code) and `sessionId`, `cwd`, `version` (Claude Code).
+/// (Codex, Claude Code) and `sessionId`, `cwd`, `version`, `isSidechain` (Claude Code:
+/// a subagent's summary stays in the subagent's conversation).
 fn line_context(format: Format, line: &str) -> serde_json::Map<String, serde_json::Value> {
     let keys: &[&str] = match format {
         Format::CodexRollout => &["timestamp"],
-        Format::ClaudeCode => &["timestamp", "sessionId", "cwd", "version"],
+        Format::ClaudeCode => &["timestamp", "sessionId", "cwd", "version", "isSidechain"],
         _ => &[],
     };
     let mut out = serde_json::Map::new();
@@ -206,8 +207,11 @@ pub fn render(
     let text = summary_text(summary, &ledger(t, head..cut));
     let span = |m: usize| t.messages[m].spans.first().map_or(0..0, Clone::clone);
     let mut value = summary_value(t.format, &text, ByteEstimate.count(&text));
-    if let (Some(first), serde_json::Value::Object(map)) = (t.messages.get(head), &mut value) {
-        if head < cut && t.array_span.is_none() {
+    // The neighbour whose context the summary line takes: the first summarized (or
+    // retained) message, or the last one.
+    let neighbour = t.messages.get(head).or(t.messages.last());
+    if let (Some(first), serde_json::Value::Object(map)) = (neighbour, &mut value) {
+        if t.array_span.is_none() {
             let line = &input[first.spans.first().map_or(0..0, Clone::clone)];
             for (k, v) in line_context(t.format, line) {
                 map.entry(k).or_insert(v);
