@@ -123,6 +123,16 @@ fn anthropic_parallel_calls_thinking_and_server_tools() {
 }
 
 #[test]
+fn anthropic_has_no_system_role_inside_messages() {
+    let text = r#"[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]"#;
+    let t = read(text, Format::AnthropicMessages);
+    assert_eq!(
+        violations(&t),
+        [(Rule::AnthropicSystemInMessages, String::new(), false, 0)]
+    );
+}
+
+#[test]
 fn anthropic_text_before_a_result_breaks_rule_three() {
     let text = r#"[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]},
 {"role":"user","content":[{"type":"text","text":"here"},{"type":"tool_result","tool_use_id":"t1","content":"a"}]}]"#;

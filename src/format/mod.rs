@@ -134,8 +134,9 @@ pub enum Role {
     Tool,
     /// A Responses / Codex item that is not a role message (calls, outputs, reasoning).
     Item,
-    /// A history replacement written by a compaction (Codex `compacted` line, Claude Code
-    /// `isCompactSummary` record).
+    /// A history replacement written by a compaction (a Codex `compacted` line). Claude
+    /// Code's `isCompactSummary` record is an ordinary user message that starts a new
+    /// history ([`Message::starts_history`]).
     Compacted,
 }
 

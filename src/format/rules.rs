@@ -21,6 +21,8 @@ pub enum Rule {
     AnthropicUnexpectedToolResult,
     /// Anthropic rule 3: in a user message the `tool_result` blocks come first.
     AnthropicResultAfterText,
+    /// Anthropic rule 5: there is no `system` role inside `messages`.
+    AnthropicSystemInMessages,
     /// OpenAI Chat rule 1: each call id is answered in the run of tool messages right
     /// after the assistant message.
     ChatCallWithoutResponse,
@@ -60,6 +62,7 @@ impl Rule {
             Rule::AnthropicToolUseWithoutResult => "anthropic/tool-use-without-result",
             Rule::AnthropicUnexpectedToolResult => "anthropic/unexpected-tool-result",
             Rule::AnthropicResultAfterText => "anthropic/tool-result-after-text",
+            Rule::AnthropicSystemInMessages => "anthropic/system-role-in-messages",
             Rule::ChatCallWithoutResponse => "openai-chat/tool-call-without-response",
             Rule::ChatToolWithoutCalls => "openai-chat/tool-without-tool-calls",
             Rule::ChatToolCallIdNotFound => "openai-chat/tool-call-id-not-found",
@@ -245,6 +248,13 @@ fn anthropic(seg: &Segment<'_>, out: &mut Vec<Violation>) {
     for i in seg.indices() {
         let m = &seg.messages[i];
         match m.role {
+            Role::System => out.push(seg.violation(
+                Rule::AnthropicSystemInMessages,
+                i,
+                None,
+                false,
+                format!("messages.{i}: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."),
+            )),
             Role::Assistant => {
                 let next: HashSet<&CallId> = seg
                     .get(i + 1)
