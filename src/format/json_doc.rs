@@ -128,32 +128,72 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
 }
 
 /// The first line of a result's content: a string, or the first `text` of an array of
-/// blocks (`{"type":"text","text":…}` or `{"text":…}`), or of an object's `output` /
-/// `content` / `result` string; otherwise the first line of the JSON text itself.
-/// **O(len)** of the content.
+/// blocks (`{"type":"text","text":…}` or `{"text":…}`), or of an object's `text` /
+/// `output` / `content` / `result`; otherwise the first line of the JSON text itself.
+/// **O(first line)** for a string (the rest of a long output is never unescaped),
+/// **O(len)** of the structure for arrays and objects (their strings are skipped, not
+/// copied).
 pub(crate) fn first_line_of(raw: Option<&RawValue>) -> String {
     let Some(raw) = raw else {
         return String::new();
     };
-    let value: serde_json::Value = match serde_json::from_str(raw.get()) {
-        Ok(v) => v,
-        Err(_) => return super::first_line(raw.get()).to_owned(),
-    };
-    first_line_of_value(&value)
-        .map(|s| super::first_line(s).to_owned())
-        .unwrap_or_else(|| super::first_line(raw.get()).to_owned())
+    first_line_of_raw(raw, 0).unwrap_or_else(|| super::first_line(raw.get()).to_owned())
 }
 
-fn first_line_of_value(value: &serde_json::Value) -> Option<&str> {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => Some(s),
-        Value::Array(items) => items.iter().find_map(first_line_of_value),
-        Value::Object(map) => ["text", "output", "content", "result"]
-            .iter()
-            .find_map(|k| map.get(*k).and_then(first_line_of_value)),
+/// How deep [`first_line_of_raw`] looks into nested arrays and objects.
+const MAX_DEPTH: usize = 4;
+
+fn first_line_of_raw(raw: &RawValue, depth: usize) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        output: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+    }
+    let text = raw.get();
+    match text.as_bytes().first()? {
+        b'"' => first_line_of_string(text),
+        b'[' if depth < MAX_DEPTH => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+            items
+                .into_iter()
+                .find_map(|i| first_line_of_raw(i, depth + 1))
+        }
+        b'{' if depth < MAX_DEPTH => {
+            let f: Fields<'_> = serde_json::from_str(text).ok()?;
+            [f.text, f.output, f.content, f.result]
+                .into_iter()
+                .flatten()
+                .find_map(|v| first_line_of_raw(v, depth + 1))
+        }
         _ => None,
     }
+}
+
+/// The first line of a JSON string literal, unescaping only that line: the literal is
+/// cut at its first `\n` or `\r` escape (or closing quote) and the prefix parsed.
+fn first_line_of_string(literal: &str) -> Option<String> {
+    let bytes = literal.as_bytes();
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => {
+                if matches!(bytes.get(i + 1), Some(b'n' | b'r')) {
+                    break;
+                }
+                i += 2;
+            }
+            b'"' => break,
+            _ => i += 1,
+        }
+    }
+    let prefix = literal.get(..i.min(bytes.len()))?;
+    serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
 }
 
 /// The text of a JSON string value, or the JSON text itself for anything else.
@@ -164,5 +204,36 @@ pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
         Some(raw) => {
             serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(json: &str) -> String {
+        let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
+        first_line_of(Some(raw))
+    }
+
+    #[test]
+    fn first_lines_of_strings_blocks_and_objects() {
+        assert_eq!(first(r#""Sunny\nUV 5""#), "Sunny");
+        assert_eq!(first(r#""a\\nb\r\nc""#), "a\\nb");
+        assert_eq!(first(r#""\u00e9t\u00e9\"q\"\nx""#), "été\"q\"");
+        assert_eq!(first(r#""""#), "");
+        assert_eq!(first(r#""\nsecond""#), "");
+        assert_eq!(
+            first(r#"[{"type":"image"},{"type":"text","text":"one\ntwo"}]"#),
+            "one"
+        );
+        assert_eq!(first(r#"{"result":"r1\nr2","other":1}"#), "r1");
+        assert_eq!(
+            first(r#"{"output":{"content":[{"text":"deep\nx"}]}}"#),
+            "deep"
+        );
+        assert_eq!(first("42"), "42");
+        assert_eq!(first(r#"{"a":1}"#), r#"{"a":1}"#);
+        assert_eq!(first_line_of(None), "");
     }
 }
