@@ -236,6 +236,15 @@ fn openai_responses_reasoning_binds_its_call_and_web_search_needs_no_output() {
         v[0].text,
         "No tool call found for function call output with call_id call_2."
     );
+    // Continuing a stored conversation: outputs may answer calls made before.
+    let text = r#"{"previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_0","output":"x"}]}"#;
+    let t = read(text, Format::OpenAiResponses);
+    assert!(format::validate_transcript(&t).is_empty());
+    assert_eq!(
+        violations(&t)[0].0,
+        Rule::ResponsesNoCall,
+        "without the chain it would be"
+    );
     // Reasoning as the very last item: its following item is still to come.
     let t = read(&first(RESPONSES, 2), Format::OpenAiResponses);
     assert_eq!(

@@ -97,7 +97,7 @@ pub(crate) fn check_file(path: &Path, format: FormatArg, allow_pending: bool) ->
         Ok(t) => t,
         Err(e) => return Checked::Unreadable(e),
     };
-    let mut violations = format::validate(transcript.format, &transcript.messages);
+    let mut violations = format::validate_transcript(&transcript);
     if allow_pending {
         violations.retain(|v| !v.pending_at_end);
     }

@@ -13,6 +13,9 @@ pub(crate) struct Doc<'a> {
     pub(crate) elements: Vec<&'a RawValue>,
     /// The array, brackets included.
     pub(crate) array_span: Range<usize>,
+    /// Whether the object names a `previous_response_id` (OpenAI Responses): the
+    /// input continues a stored conversation, whose calls it may answer.
+    pub(crate) previous_response: bool,
 }
 
 /// The keys an object may hold its messages under, most specific first.
@@ -26,14 +29,20 @@ struct Holder<'a> {
     contents: Option<&'a RawValue>,
     #[serde(borrow, default)]
     history: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    previous_response_id: Option<&'a RawValue>,
 }
 
 /// The array of messages of `text`: the document itself, or the array under
 /// `messages` / `input` / `contents` (or SWE-agent's `history`). **O(len)**.
 pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
     let start = text.trim_start();
+    let mut previous_response = false;
     let array: &RawValue = if start.starts_with('{') {
         let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(text, &e))?;
+        previous_response = holder
+            .previous_response_id
+            .is_some_and(|r| r.get() != "null");
         let preferred = match format {
             Format::OpenAiResponses => [
                 holder.input,
@@ -75,6 +84,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
     Ok(Doc {
         elements,
         array_span,
+        previous_response,
     })
 }
 

@@ -47,7 +47,7 @@ mod rules_pairing;
 mod tokens;
 
 pub use detect::detect;
-pub use rules::{Rule, Violation, validate};
+pub use rules::{Rule, Violation, validate, validate_transcript};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
@@ -237,6 +237,9 @@ pub struct Transcript {
     /// For JSON documents: the byte range of the array holding the messages (brackets
     /// included); `None` for JSONL.
     pub array_span: Option<Range<usize>>,
+    /// OpenAI Responses: the request names a `previous_response_id`, so outputs at the
+    /// start may answer calls of the stored conversation (see [`validate_transcript`]).
+    pub continues_previous_response: bool,
 }
 
 /// Why an input could not be read as a transcript.
@@ -275,6 +278,7 @@ pub fn read(
     format: Format,
     counter: &dyn TokenCounter,
 ) -> Result<Transcript, FormatError> {
+    let mut continues_previous_response = false;
     let (messages, array_span) = match format {
         Format::Records => (records::read(text)?, None),
         Format::ClaudeCode => (claude_code::read(text, counter)?, None),
@@ -284,6 +288,7 @@ pub fn read(
         | Format::OpenAiResponses
         | Format::Gemini => {
             let doc = json_doc::split(text, format)?;
+            continues_previous_response = doc.previous_response;
             let mut messages = Vec::with_capacity(doc.elements.len());
             for (index, raw) in doc.elements.iter().enumerate() {
                 let span = json_doc::span_of(text, raw);
@@ -314,6 +319,7 @@ pub fn read(
         format,
         messages,
         array_span,
+        continues_previous_response,
     };
     build::finish(&mut transcript);
     Ok(transcript)

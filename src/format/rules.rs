@@ -165,6 +165,24 @@ pub fn validate(format: Format, messages: &[Message]) -> Vec<Violation> {
     out
 }
 
+/// [`validate`] for a whole transcript: the same, except that an OpenAI Responses
+/// request that names a `previous_response_id` may answer, before its first history
+/// boundary, calls this input does not hold ("every output has its call, in the input
+/// or in the `previous_response_id` chain"). **O(blocks)** expected.
+pub fn validate_transcript(t: &super::Transcript) -> Vec<Violation> {
+    let mut out = validate(t.format, &t.messages);
+    if t.continues_previous_response {
+        let first_boundary = t
+            .messages
+            .iter()
+            .skip(1)
+            .position(|m| m.starts_history)
+            .map_or(t.messages.len(), |p| p + 1);
+        out.retain(|v| !(v.rule == Rule::ResponsesNoCall && v.message < first_boundary));
+    }
+    out
+}
+
 /// The messages of one history: `messages[start..end]`.
 pub(crate) struct Segment<'a> {
     pub(crate) messages: &'a [Message],
