@@ -39,7 +39,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
     let start = text.trim_start();
     let mut previous_response = false;
     let array: &RawValue = if start.starts_with('{') {
-        let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(text, &e))?;
+        let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
         previous_response = holder
             .previous_response_id
             .is_some_and(|r| r.get() != "null");
@@ -73,7 +73,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
                     .to_owned(),
             })?
     } else {
-        serde_json::from_str(text).map_err(|e| invalid(text, &e))?
+        serde_json::from_str(text).map_err(|e| invalid(&e))?
     };
     let array_span = span_of(text, array);
     let elements: Vec<&RawValue> =
@@ -103,7 +103,7 @@ pub(crate) fn line_at(text: &str, offset: usize) -> usize {
         .count()
 }
 
-fn invalid(_text: &str, e: &serde_json::Error) -> FormatError {
+fn invalid(e: &serde_json::Error) -> FormatError {
     let message = e.to_string();
     let core = message
         .rsplit_once(" at line ")

@@ -375,16 +375,12 @@ impl Transcript {
     /// As [`tracker`](Transcript::tracker).
     pub fn legal_message_cuts(&self) -> Result<Vec<usize>, AppendError> {
         let (tracker, owner) = self.tracker()?;
-        let mut cuts: Vec<usize> = tracker
+        // Records are bound within a message, so legal record cuts fall only where a
+        // message starts: each maps to a distinct message index.
+        Ok(tracker
             .legal_cuts()
             .map(|c| self.message_at(&owner, c))
-            .collect();
-        if owner.is_empty() {
-            // An empty live history: its only cut is where it starts (the end).
-            cuts = vec![self.live_from().max(self.messages.len())];
-        }
-        cuts.dedup();
-        Ok(cuts)
+            .collect())
     }
 
     /// Total tokens of all messages. **O(blocks)**.
