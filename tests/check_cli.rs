@@ -122,6 +122,29 @@ fn stats_reports_pairs_cuts_and_the_longest_pending_span() {
     let from = span["from_message"].as_u64().unwrap_or(0);
     assert_eq!(from + span["messages"].as_u64().unwrap_or(0), 445);
     assert!(doc["legal_cuts"].as_u64().unwrap_or(0) > 100);
+    // The provider's own count of the last call's context, from the token_count events.
+    assert!(
+        doc["provider_reported_context_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 10_000
+    );
+    let out = cutpoint(&[
+        "stats",
+        "--json",
+        &fixture("claude-code__claude-reliability__coverage-test-fix.jsonl"),
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // The last assistant record's usage: input 0 + cache 271 + 22628 + output.
+    assert!(
+        doc["provider_reported_context_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 22_899
+    );
+    let out = cutpoint(&["stats", "--json", &fixture(CLEAN[0])]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(doc["provider_reported_context_tokens"].is_null());
 }
 
 #[test]

@@ -93,6 +93,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
         "pending_calls": tracker.pending_count(),
         "tokens": tracker.total_tokens(),
         "tokens_all_messages": transcript.total_tokens(),
+        "provider_reported_context_tokens":
+            cutpoint::format::reported_context_tokens(&loaded.text, transcript.format),
         "token_counter": format!("{:?}", args.tokenizer).to_lowercase(),
         "legal_cuts": tracker.legal_cut_count(),
         "longest_pending_span": {

@@ -45,12 +45,14 @@ mod records;
 mod rules;
 mod rules_pairing;
 mod tokens;
+mod usage;
 
 pub use detect::detect;
 pub use rules::{Rule, Violation, validate, validate_transcript};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
+pub use usage::reported_context_tokens;
 
 /// The formats cutpoint reads. Non-exhaustive: later versions add formats.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
