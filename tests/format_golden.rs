@@ -354,6 +354,11 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
         }
     }
     let t = read(CHAT, Format::OpenAiChat);
+    let short = &CHAT[..CHAT.len() / 2];
+    assert!(matches!(
+        compact::render(&t, short, 0, 2, "s"),
+        Err(compact::RenderError::InputMismatch { .. })
+    ));
     let ledger = compact::ledger(&t, 0..5);
     let summary = compact::summary_text("S.", &ledger);
     assert_eq!(

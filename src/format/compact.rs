@@ -29,6 +29,14 @@ pub enum RenderError {
     /// The tracker refused the transcript's records (a log too long or too large).
     #[error(transparent)]
     Tracker(#[from] AppendError),
+    /// `input` is not the text the transcript was read from (a span falls outside it).
+    #[error(
+        "the input is not the text this transcript was read from (message {message}'s bytes are not in it)"
+    )]
+    InputMismatch {
+        /// The first message whose span does not fit.
+        message: usize,
+    },
     /// The cut lies before the end of the pinned head, or past the last message.
     #[error("cut {cut} is outside {head}..={len} (pinned head .. message count)")]
     OutOfRange {
@@ -189,6 +197,19 @@ pub fn render(
     let len = t.messages.len();
     if head > cut || cut > len {
         return Err(RenderError::OutOfRange { cut, head, len });
+    }
+    if let Some(message) = t
+        .messages
+        .iter()
+        .position(|m| m.spans.iter().any(|s| input.get(s.clone()).is_none()))
+    {
+        return Err(RenderError::InputMismatch { message });
+    }
+    if t.array_span
+        .as_ref()
+        .is_some_and(|a| input.get(a.clone()).is_none())
+    {
+        return Err(RenderError::InputMismatch { message: 0 });
     }
     let legal = t.legal_message_cuts()?;
     let is_legal = |m: usize| m < t.live_from() || legal.binary_search(&m).is_ok();
