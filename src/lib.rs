@@ -62,6 +62,8 @@ mod snapshot;
 mod tracker;
 
 pub mod compact;
+#[cfg(feature = "formats")]
+pub mod format;
 pub mod validate;
 
 pub mod event;

@@ -22,11 +22,15 @@ enum Command {
     /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
     /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
     Cut(cli::cut::Args),
-    /// Check a log against the five conditions of safe compaction.
+    /// Check logs: records JSONL against the five conditions of safe compaction, the
+    /// provider formats against their provider's tool call rules.
     ///
-    /// Prints each violation as FILE:LINE: kind: call_id. Exit status: 0 clean; 1 with
-    /// violations; 2 on bad input.
-    Check(cli::check::Args),
+    /// Prints FILE:LINE: rule: call_id [provider error text] per violation. Exit
+    /// status: 0 clean; 1 violations; 2 unreadable input.
+    Check(cli::check_formats::Args),
+    /// Records, messages, tool pairs, tokens, legal cuts and the longest span no cut
+    /// can split.
+    Stats(cli::stats::Args),
     /// Compact a log: replace the region between the pinned head and the legal cut
     /// nearest the target by one summary record, and print the compacted log.
     ///
@@ -41,7 +45,8 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Cut(args) => cli::cut::run(args),
-        Command::Check(args) => cli::check::run(args),
+        Command::Check(args) => cli::check_formats::run(args),
+        Command::Stats(args) => cli::stats::run(args),
         Command::Compact(args) => cli::compact::run(args),
         Command::Bench(args) => cli::bench::run(args),
     }

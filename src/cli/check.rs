@@ -1,65 +1,49 @@
-//! `cutpoint check`: validate a log, printing `FILE:LINE: kind: call_id` per violation.
-
-use std::io::{self, Write};
-use std::path::PathBuf;
-use std::process::ExitCode;
+//! `cutpoint check` on records JSONL: the five conditions of safe compaction
+//! ([`cutpoint::validate`]), one `FILE:LINE: kind: call_id` per violation. The
+//! subcommand itself (every format, several files, `--json`) is in `check_formats.rs`.
 
 use cutpoint::validate::{Options, validate};
 
-use super::input::{self, Format};
+use super::input::{self, Format, Input};
 
-/// Arguments of `cutpoint check`.
-#[derive(clap::Args)]
-pub(crate) struct Args {
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = Format::Records)]
-    format: Format,
-    /// Do not report calls still pending in the last turn (a log read mid-turn).
-    #[arg(long)]
-    allow_pending: bool,
-    /// The log to read; `-` or nothing reads stdin.
-    #[arg(value_name = "FILE")]
-    file: Option<PathBuf>,
+/// One violation of a records log: its input line, kind and call id.
+pub(crate) struct RecordsViolation {
+    pub(crate) line: usize,
+    pub(crate) kind: &'static str,
+    pub(crate) call_id: String,
+    /// A call still pending in the last turn (reported unless `--allow-pending`).
+    pub(crate) pending_at_end: bool,
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
-    let read =
-        match input::open(args.file.as_deref()).and_then(|i| input::read_entries(i, args.format)) {
-            Ok(read) => read,
-            Err(message) => return input::bad_input(&message),
-        };
-    let options = if args.allow_pending {
+/// The violations of a records log and the digest of its pairing structure.
+pub(crate) struct RecordsReport {
+    pub(crate) records: usize,
+    pub(crate) violations: Vec<RecordsViolation>,
+    pub(crate) digest: u64,
+}
+
+/// Reads and validates a records log. Errors read `FILE:LINE: what is wrong`.
+pub(crate) fn check_records(input: Input, allow_pending: bool) -> Result<RecordsReport, String> {
+    let read = input::read_entries(input, Format::Records)?;
+    let options = if allow_pending {
         Options::allowing_pending()
     } else {
         Options::strict()
     };
     let report = validate(&read.entries, options);
-    let mut out = io::stdout().lock();
-    for v in &report.violations {
-        // A closed stdout (`| head`) is not worth a panic.
-        let _ = writeln!(
-            out,
-            "{}:{}: {}: {}",
-            read.name,
-            read.line(v.at()),
-            v.kind(),
-            v.call_id()
-        );
-    }
-    if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "{}: {} violation{} (pairing structure {:016x})",
-            read.name,
-            report.violations.len(),
-            if report.violations.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            report.structure.digest()
-        );
-        ExitCode::from(super::EXIT_VIOLATIONS)
-    }
+    let violations = report
+        .violations
+        .iter()
+        .map(|v| RecordsViolation {
+            line: read.line(v.at()),
+            kind: v.kind(),
+            call_id: v.call_id().to_string(),
+            pending_at_end: matches!(v, cutpoint::validate::Violation::PendingAtEnd { .. }),
+        })
+        .collect();
+    Ok(RecordsReport {
+        records: read.entries.len(),
+        violations,
+        digest: report.structure.digest(),
+    })
 }

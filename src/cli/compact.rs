@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use cutpoint::compact::{ArgumentPolicy, Direction, Log, Policy, Unit};
 
+use super::formats::{self, FormatArg};
 use super::input::{self, Format};
 
 /// Arguments of `cutpoint compact`.
@@ -18,7 +19,8 @@ pub(crate) struct Args {
     /// How far from the target the cut may move, in tokens [default: 15% of the target].
     #[arg(long, value_name = "TOKENS")]
     lookback: Option<u64>,
-    /// Records pinned at the front (system prompt, first user message).
+    /// Records pinned at the front (system prompt, first user message); messages for
+    /// the provider formats.
     #[arg(long, value_name = "N", default_value_t = 0)]
     keep_head: usize,
     /// Move forward to the nearest legal cut past the target instead of walking back.
@@ -27,15 +29,18 @@ pub(crate) struct Args {
     /// Prose for the summary record (its units always list every covered pair).
     #[arg(long, value_name = "TEXT")]
     summary: Option<String>,
-    /// Tokens to count for the summary record [default: about a quarter of its bytes].
+    /// Tokens to count for the summary record [default: about a quarter of its bytes]
+    /// (records JSONL only).
     #[arg(long, value_name = "TOKENS")]
     summary_tokens: Option<u64>,
-    /// Cut string argument fields longer than this (never commands, paths, queries).
+    /// Cut string argument fields longer than this (never commands, paths, queries)
+    /// (records JSONL only; the provider formats' ledger keeps arguments verbatim).
     #[arg(long, value_name = "CHARS")]
     shorten_arguments: Option<usize>,
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = Format::Records)]
-    format: Format,
+    /// Input format. The provider formats keep their shape: the pinned head (in
+    /// messages) verbatim, one summary message, the retained messages byte-identical.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -57,11 +62,35 @@ fn estimate(text: Option<&str>, units: &[Unit]) -> u64 {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let read =
-        match input::open(args.file.as_deref()).and_then(|i| input::read_entries(i, args.format)) {
-            Ok(read) => read,
-            Err(message) => return input::bad_input(&message),
-        };
+    // Provider formats (named, or detected) take their own way; records and anything
+    // no format claims (so that its errors name the line) go on below.
+    let opened = match formats::load_bytes(args.file.as_deref()) {
+        Ok(loaded) => match formats::resolve(&loaded, args.format) {
+            Err(e) => return input::bad_input(&e),
+            Ok(format) if format != cutpoint::format::Format::Records => {
+                let request = super::compact_formats::Request {
+                    target: args.target,
+                    lookback: args.lookback,
+                    keep_head: args.keep_head,
+                    forward: args.forward,
+                    summary: args.summary,
+                };
+                return match formats::into_text(loaded) {
+                    Ok(text) => super::compact_formats::run(text, format, request),
+                    Err(e) => input::bad_input(&e),
+                };
+            }
+            _ => Ok(input::Input {
+                name: loaded.name,
+                reader: Box::new(io::Cursor::new(loaded.bytes)),
+            }),
+        },
+        Err(e) => Err(e),
+    };
+    let read = match opened.and_then(|i| input::read_entries(i, Format::Records)) {
+        Ok(read) => read,
+        Err(message) => return input::bad_input(&message),
+    };
     let mut log = Log::new();
     for (i, entry) in read.entries.iter().enumerate() {
         if let Err(e) = log.append(entry.clone()) {

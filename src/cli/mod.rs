@@ -2,10 +2,14 @@
 
 pub(crate) mod bench;
 pub(crate) mod check;
+pub(crate) mod check_formats;
 pub(crate) mod compact;
+pub(crate) mod compact_formats;
 pub(crate) mod cut;
+pub(crate) mod formats;
 pub(crate) mod guard;
 pub(crate) mod input;
+pub(crate) mod stats;
 
 /// Exit status for a compaction that must defer.
 pub(crate) const EXIT_DEFER: u8 = 3;

@@ -1,0 +1,105 @@
+//! Anthropic Messages: `{"role":"user"|"assistant","content":"…"|[blocks]}`, with
+//! `tool_use` blocks in assistant messages and `tool_result` blocks in user messages.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::json_doc::{describe, first_line_of};
+use super::{Block, Parsed, Role, TokenCounter};
+use crate::record::CallId;
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    #[serde(borrow)]
+    role: &'a RawValue,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// One content block; every field a block kind may carry, the rest ignored.
+#[derive(Deserialize)]
+pub(crate) struct RawBlock<'a> {
+    #[serde(rename = "type", default)]
+    pub(crate) kind: Option<String>,
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    #[serde(default)]
+    pub(crate) name: Option<String>,
+    #[serde(borrow, default)]
+    pub(crate) input: Option<&'a RawValue>,
+    #[serde(default)]
+    pub(crate) tool_use_id: Option<String>,
+    #[serde(borrow, default)]
+    pub(crate) content: Option<&'a RawValue>,
+}
+
+/// Parses one Anthropic message. **O(len)**.
+pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+    let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+    let role = match serde_json::from_str::<&str>(msg.role.get()) {
+        Ok("user") => Role::User,
+        Ok("assistant") => Role::Assistant,
+        Ok("system") => Role::System,
+        _ => return Err(format!("unknown role {}", msg.role.get())),
+    };
+    let blocks = blocks(msg.content, counter)?;
+    Ok(Parsed {
+        role,
+        blocks: if blocks.is_empty() {
+            vec![(Block::Text, counter.count(text))]
+        } else {
+            blocks
+        },
+    })
+}
+
+/// The blocks of an Anthropic `content` (a string is one text block). **O(len)**.
+pub(crate) fn blocks(
+    content: Option<&RawValue>,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<(Block, u64)>, String> {
+    let Some(content) = content else {
+        return Ok(Vec::new());
+    };
+    if !content.get().starts_with('[') {
+        return Ok(vec![(Block::Text, counter.count(content.get()))]);
+    }
+    let raws: Vec<&RawValue> =
+        serde_json::from_str(content.get()).map_err(|e| format!("content: {}", describe(&e)))?;
+    let mut out = Vec::with_capacity(raws.len());
+    for (k, raw) in raws.into_iter().enumerate() {
+        let b: RawBlock<'_> = serde_json::from_str(raw.get())
+            .map_err(|e| format!("content.{k}: {}", describe(&e)))?;
+        out.push((block(b, k)?, counter.count(raw.get())));
+    }
+    Ok(out)
+}
+
+/// One block as a [`Block`]: client `tool_use` / `tool_result` pair, thinking is
+/// reasoning, everything else (text, images, server tools and their results) is text.
+pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
+    Ok(match b.kind.as_deref() {
+        Some("tool_use") => {
+            let id =
+                b.id.filter(|id| !id.is_empty())
+                    .ok_or_else(|| format!("content.{k}: tool_use block without an id"))?;
+            Block::Call {
+                id: CallId::from(id),
+                name: b.name.unwrap_or_default(),
+                arguments: b.input.map(|r| r.get().to_owned()).unwrap_or_default(),
+            }
+        }
+        Some("tool_result") => {
+            let id = b
+                .tool_use_id
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| format!("content.{k}: tool_result block without a tool_use_id"))?;
+            Block::Result {
+                id: CallId::from(id),
+                first_line: first_line_of(b.content),
+            }
+        }
+        Some("thinking" | "redacted_thinking") => Block::Reasoning,
+        _ => Block::Text,
+    })
+}

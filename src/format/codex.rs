@@ -1,0 +1,80 @@
+//! Codex rollout JSONL: lines `{"timestamp","type","payload"}`. Only
+//! `type: "response_item"` lines are model history, one item per line, read as
+//! OpenAI Responses items. A `type: "compacted"` line replaces all earlier history
+//! with its `replacement_history`: it becomes one message that opens the new history.
+//! `session_meta`, `turn_context`, `event_msg` and other lines are skipped.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::json_doc::{describe, lines};
+use super::{Block, FormatError, Message, Role, TokenCounter, openai_responses};
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<&'a str>,
+    #[serde(borrow, default)]
+    payload: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Compacted<'a> {
+    #[serde(borrow, default)]
+    replacement_history: Option<Vec<&'a RawValue>>,
+}
+
+/// Reads a Codex rollout. **O(len)**.
+pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message>, FormatError> {
+    let mut messages = Vec::new();
+    for (line, span) in lines(text) {
+        let body = &text[span.clone()];
+        let invalid = |message: String| FormatError::Invalid { line, message };
+        let record: Line<'_> = serde_json::from_str(body).map_err(|e| invalid(describe(&e)))?;
+        let Some(payload) = record.payload else {
+            continue;
+        };
+        match record.kind {
+            Some("response_item") => {
+                let parsed = openai_responses::item(payload.get(), counter)
+                    .map_err(|m| invalid(format!("payload: {m}")))?;
+                messages.push(Message {
+                    role: parsed.role,
+                    line,
+                    spans: vec![span],
+                    blocks: parsed.blocks,
+                    bound: false,
+                    starts_history: false,
+                });
+            }
+            Some("compacted") => {
+                let compacted: Compacted<'_> = serde_json::from_str(payload.get())
+                    .map_err(|e| invalid(format!("payload: {}", describe(&e))))?;
+                let mut blocks = Vec::new();
+                for (k, item) in compacted
+                    .replacement_history
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
+                    let parsed = openai_responses::item(item.get(), counter)
+                        .map_err(|m| invalid(format!("replacement_history.{k}: {m}")))?;
+                    blocks.extend(parsed.blocks);
+                }
+                if blocks.is_empty() {
+                    blocks.push((Block::Text, counter.count(payload.get())));
+                }
+                messages.push(Message {
+                    role: Role::Compacted,
+                    line,
+                    spans: vec![span],
+                    blocks,
+                    bound: false,
+                    starts_history: true,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(messages)
+}

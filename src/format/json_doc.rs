@@ -1,0 +1,249 @@
+//! Splitting a JSON document into its messages without copying them: each element is
+//! a borrowed [`RawValue`] whose byte span in the input is kept for re-emission.
+
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Format, FormatError};
+
+/// The messages of a JSON document and where their array lies.
+pub(crate) struct Doc<'a> {
+    pub(crate) elements: Vec<&'a RawValue>,
+    /// The array, brackets included.
+    pub(crate) array_span: Range<usize>,
+    /// Whether the object names a `previous_response_id` (OpenAI Responses): the
+    /// input continues a stored conversation, whose calls it may answer.
+    pub(crate) previous_response: bool,
+}
+
+/// The keys an object may hold its messages under, most specific first.
+#[derive(Deserialize)]
+struct Holder<'a> {
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contents: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    history: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    previous_response_id: Option<&'a RawValue>,
+}
+
+/// The array of messages of `text`: the document itself, or the array under
+/// `messages` / `input` / `contents` (or SWE-agent's `history`). **O(len)**.
+pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
+    let start = text.trim_start();
+    let mut previous_response = false;
+    let array: &RawValue = if start.starts_with('{') {
+        let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+        previous_response = holder
+            .previous_response_id
+            .is_some_and(|r| r.get() != "null");
+        let preferred = match format {
+            Format::OpenAiResponses => [
+                holder.input,
+                holder.messages,
+                holder.contents,
+                holder.history,
+            ],
+            Format::Gemini => [
+                holder.contents,
+                holder.messages,
+                holder.input,
+                holder.history,
+            ],
+            _ => [
+                holder.messages,
+                holder.history,
+                holder.input,
+                holder.contents,
+            ],
+        };
+        preferred
+            .into_iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| FormatError::Invalid {
+                line: 1,
+                message: "the object holds no `messages`, `input`, `contents` or `history` array"
+                    .to_owned(),
+            })?
+    } else {
+        serde_json::from_str(text).map_err(|e| invalid(&e))?
+    };
+    let array_span = span_of(text, array);
+    let elements: Vec<&RawValue> =
+        serde_json::from_str(array.get()).map_err(|e| FormatError::Invalid {
+            line: line_at(text, array_span.start),
+            message: format!("the messages are not a JSON array of objects: {e}"),
+        })?;
+    Ok(Doc {
+        elements,
+        array_span,
+        previous_response,
+    })
+}
+
+/// The byte range of `raw` inside `text`, which it was borrowed from. **O(1)**.
+pub(crate) fn span_of(text: &str, raw: &RawValue) -> Range<usize> {
+    let start = (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    start..start + raw.get().len()
+}
+
+/// The 1-based line holding byte `offset` of `text`. **O(offset)**.
+pub(crate) fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    1 + text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+fn invalid(e: &serde_json::Error) -> FormatError {
+    let message = e.to_string();
+    let core = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(core, _)| core);
+    FormatError::Invalid {
+        line: e.line().max(1),
+        message: format!("{core} (column {})", e.column()),
+    }
+}
+
+/// Iterates the non-blank lines of `text` as `(1-based line, byte range without the
+/// line ending)`. **O(len)**.
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    let mut offset = 0;
+    text.split_inclusive('\n')
+        .enumerate()
+        .filter_map(move |(i, piece)| {
+            let start = offset;
+            offset += piece.len();
+            let body = piece.trim_end_matches(['\n', '\r']);
+            (!body.trim().is_empty()).then(|| (i + 1, start..start + body.len()))
+        })
+}
+
+/// A serde_json error as `what (column N)`.
+pub(crate) fn describe(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let core = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(core, _)| core);
+    format!("{core} (column {})", e.column())
+}
+
+/// The first line of a result's content: a string, or the first `text` of an array of
+/// blocks (`{"type":"text","text":…}` or `{"text":…}`), or of an object's `text` /
+/// `output` / `content` / `result`; otherwise the first line of the JSON text itself.
+/// **O(first line)** for a string (the rest of a long output is never unescaped),
+/// **O(len)** of the structure for arrays and objects (their strings are skipped, not
+/// copied).
+pub(crate) fn first_line_of(raw: Option<&RawValue>) -> String {
+    let Some(raw) = raw else {
+        return String::new();
+    };
+    first_line_of_raw(raw, 0).unwrap_or_else(|| super::first_line(raw.get()).to_owned())
+}
+
+/// How deep [`first_line_of_raw`] looks into nested arrays and objects.
+const MAX_DEPTH: usize = 4;
+
+fn first_line_of_raw(raw: &RawValue, depth: usize) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Fields<'a> {
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        output: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        content: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+    }
+    let text = raw.get();
+    match text.as_bytes().first()? {
+        b'"' => first_line_of_string(text),
+        b'[' if depth < MAX_DEPTH => {
+            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+            items
+                .into_iter()
+                .find_map(|i| first_line_of_raw(i, depth + 1))
+        }
+        b'{' if depth < MAX_DEPTH => {
+            let f: Fields<'_> = serde_json::from_str(text).ok()?;
+            [f.text, f.output, f.content, f.result]
+                .into_iter()
+                .flatten()
+                .find_map(|v| first_line_of_raw(v, depth + 1))
+        }
+        _ => None,
+    }
+}
+
+/// The first line of a JSON string literal, unescaping only that line: the literal is
+/// cut at its first `\n` or `\r` escape (or closing quote) and the prefix parsed.
+fn first_line_of_string(literal: &str) -> Option<String> {
+    let bytes = literal.as_bytes();
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => {
+                if matches!(bytes.get(i + 1), Some(b'n' | b'r')) {
+                    break;
+                }
+                i += 2;
+            }
+            b'"' => break,
+            _ => i += 1,
+        }
+    }
+    let prefix = literal.get(..i.min(bytes.len()))?;
+    serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
+}
+
+/// The text of a JSON string value, or the JSON text itself for anything else.
+/// **O(len)**.
+pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
+    match raw {
+        None => String::new(),
+        Some(raw) => {
+            serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(json: &str) -> String {
+        let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
+        first_line_of(Some(raw))
+    }
+
+    #[test]
+    fn first_lines_of_strings_blocks_and_objects() {
+        assert_eq!(first(r#""Sunny\nUV 5""#), "Sunny");
+        assert_eq!(first(r#""a\\nb\r\nc""#), "a\\nb");
+        assert_eq!(first(r#""\u00e9t\u00e9\"q\"\nx""#), "été\"q\"");
+        assert_eq!(first(r#""""#), "");
+        assert_eq!(first(r#""\nsecond""#), "");
+        assert_eq!(
+            first(r#"[{"type":"image"},{"type":"text","text":"one\ntwo"}]"#),
+            "one"
+        );
+        assert_eq!(first(r#"{"result":"r1\nr2","other":1}"#), "r1");
+        assert_eq!(
+            first(r#"{"output":{"content":[{"text":"deep\nx"}]}}"#),
+            "deep"
+        );
+        assert_eq!(first("42"), "42");
+        assert_eq!(first(r#"{"a":1}"#), r#"{"a":1}"#);
+        assert_eq!(first_line_of(None), "");
+    }
+}

@@ -1,0 +1,106 @@
+//! OpenAI Chat Completions: `{"role":…,"content":…,"tool_calls":[…]}` and
+//! `{"role":"tool","tool_call_id":…,"content":…}`. SWE-agent trajectories store the
+//! same messages with `tool_call_ids` (a list) on tool messages; both are read.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::json_doc::{describe, first_line_of};
+use super::{Block, Parsed, Role, TokenCounter};
+use crate::record::CallId;
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    role: String,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<&'a RawValue>>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    tool_call_ids: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCall<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(borrow, default)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// Parses one Chat Completions message. **O(len)**.
+pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+    let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+    let role = match msg.role.as_str() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "system" | "developer" => Role::System,
+        "tool" | "function" => Role::Tool,
+        other => return Err(format!("unknown role {other:?}")),
+    };
+    let mut blocks = Vec::new();
+    if role == Role::Tool {
+        let ids: Vec<String> = match (msg.tool_call_id, msg.tool_call_ids) {
+            (Some(id), _) => vec![id],
+            (None, Some(ids)) => ids,
+            (None, None) => return Err("tool message without a tool_call_id".to_owned()),
+        };
+        if ids.is_empty() || ids.iter().any(String::is_empty) {
+            return Err("tool message with an empty tool_call_id".to_owned());
+        }
+        let first_line = first_line_of(msg.content);
+        let share = counter.count(text).div_ceil(ids.len() as u64);
+        for id in ids {
+            blocks.push((
+                Block::Result {
+                    id: CallId::from(id),
+                    first_line: first_line.clone(),
+                },
+                share,
+            ));
+        }
+        return Ok(Parsed { role, blocks });
+    }
+    let has_content = msg
+        .content
+        .is_some_and(|c| !matches!(c.get(), "null" | "\"\"" | "[]"));
+    let calls = msg.tool_calls.unwrap_or_default();
+    if has_content || calls.is_empty() {
+        let tokens = msg.content.map_or(1, |c| counter.count(c.get()));
+        blocks.push((Block::Text, tokens));
+    }
+    for (k, raw) in calls.into_iter().enumerate() {
+        let call: ToolCall<'_> = serde_json::from_str(raw.get())
+            .map_err(|e| format!("tool_calls.{k}: {}", describe(&e)))?;
+        let id = call
+            .id
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| format!("tool_calls.{k}: a tool call without an id"))?;
+        let (name, arguments) = match call.function {
+            Some(f) => (
+                f.name.unwrap_or_default(),
+                super::json_doc::string_or_json(f.arguments),
+            ),
+            None => (String::new(), String::new()),
+        };
+        blocks.push((
+            Block::Call {
+                id: CallId::from(id),
+                name,
+                arguments,
+            },
+            counter.count(raw.get()),
+        ));
+    }
+    Ok(Parsed { role, blocks })
+}

@@ -1,0 +1,92 @@
+//! OpenAI Responses input items: role messages, `reasoning`, and calls paired with
+//! their outputs by `call_id` (`function_call` / `function_call_output`,
+//! `custom_tool_call`, `local_shell_call`, `computer_call`, ...). `web_search_call`
+//! and other server-side calls have no output item and count as plain items.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::json_doc::{describe, first_line_of, string_or_json};
+use super::{Block, Parsed, Role, TokenCounter};
+use crate::record::CallId;
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    action: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+}
+
+/// Item types that are calls answered by a `<type>_output` item with the same
+/// `call_id`.
+const PAIRED_CALLS: [&str; 5] = [
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "computer_call",
+    "shell_call",
+];
+
+/// Parses one Responses input item. **O(len)**.
+pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+    let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+    let tokens = counter.count(text);
+    let kind = item.kind.as_deref().unwrap_or("message");
+    let block = if PAIRED_CALLS.contains(&kind) {
+        let id = item
+            .call_id
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| format!("{kind} item without a call_id"))?;
+        let arguments = match (item.arguments, item.input, item.action) {
+            (Some(a), _, _) => string_or_json(Some(a)),
+            (None, Some(i), _) => string_or_json(Some(i)),
+            (None, None, a) => string_or_json(a),
+        };
+        Block::Call {
+            id: CallId::from(id),
+            name: item.name.unwrap_or_else(|| kind.to_owned()),
+            arguments,
+        }
+    } else if let Some(call_kind) = kind.strip_suffix("_output") {
+        if !PAIRED_CALLS.contains(&call_kind) {
+            Block::Text
+        } else {
+            let id = item
+                .call_id
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| format!("{kind} item without a call_id"))?;
+            Block::Result {
+                id: CallId::from(id),
+                first_line: first_line_of(item.output),
+            }
+        }
+    } else if kind == "reasoning" {
+        Block::Reasoning
+    } else {
+        Block::Text
+    };
+    let role = match (kind, item.role.as_deref()) {
+        ("message", Some("user")) => Role::User,
+        ("message", Some("assistant")) => Role::Assistant,
+        ("message", Some("system" | "developer")) => Role::System,
+        ("message", Some(other)) => return Err(format!("unknown role {other:?}")),
+        _ => Role::Item,
+    };
+    Ok(Parsed {
+        role,
+        blocks: vec![(block, tokens)],
+    })
+}

@@ -1,0 +1,54 @@
+//! cutpoint's records JSONL ([`crate::jsonl`]) as a transcript: one message per
+//! record, its `bound` flag kept.
+
+use super::json_doc::lines;
+use super::{Block, FormatError, Message, Role};
+use crate::jsonl::parse_line;
+use crate::record::RecordKind;
+
+/// Reads records JSONL. Token counts come from the records. **O(len)**.
+pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
+    let mut messages = Vec::new();
+    for (line, span) in lines(text) {
+        let record = parse_line(&text[span.clone()], line).map_err(|e| FormatError::Invalid {
+            line,
+            message: strip_line(&e.to_string(), line),
+        })?;
+        let bound = record.is_bound_to_previous();
+        let (kind, tokens) = record.into_parts();
+        let (role, block) = match kind {
+            RecordKind::ToolUse(id) => (
+                Role::Assistant,
+                Block::Call {
+                    id,
+                    name: String::new(),
+                    arguments: String::new(),
+                },
+            ),
+            RecordKind::ToolResult(id) => (
+                Role::User,
+                Block::Result {
+                    id,
+                    first_line: String::new(),
+                },
+            ),
+            RecordKind::Assistant => (Role::Assistant, Block::Text),
+            _ => (Role::User, Block::Text),
+        };
+        messages.push(Message {
+            role,
+            line,
+            spans: vec![span],
+            blocks: vec![(block, tokens)],
+            bound,
+            starts_history: false,
+        });
+    }
+    Ok(messages)
+}
+
+fn strip_line(text: &str, line: usize) -> String {
+    text.strip_prefix(&format!("line {line}: "))
+        .unwrap_or(text)
+        .to_owned()
+}

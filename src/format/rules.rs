@@ -1,0 +1,410 @@
+//! Provider-rule validation: each violation names the provider's own rule and the
+//! error text the provider returns (see `providers.md`), with the message, its line
+//! and the call id.
+
+use std::fmt;
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Format, Message, Role};
+use crate::record::CallId;
+
+/// A provider rule a log can break. Non-exhaustive: later versions check more.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Rule {
+    /// Anthropic rule 1: every `tool_use` of assistant message i has a `tool_result`
+    /// in message i+1.
+    AnthropicToolUseWithoutResult,
+    /// Anthropic rule 2: every `tool_result` answers a `tool_use` of the immediately
+    /// previous assistant message.
+    AnthropicUnexpectedToolResult,
+    /// Anthropic rule 3: in a user message the `tool_result` blocks come first.
+    AnthropicResultAfterText,
+    /// Anthropic rule 5: there is no `system` role inside `messages`.
+    AnthropicSystemInMessages,
+    /// OpenAI Chat rule 1: each call id is answered in the run of tool messages right
+    /// after the assistant message.
+    ChatCallWithoutResponse,
+    /// OpenAI Chat rule 2: a `tool` message follows an assistant message with `tool_calls`.
+    ChatToolWithoutCalls,
+    /// OpenAI Chat rule 3: the `tool_call_id` belongs to that assistant message.
+    ChatToolCallIdNotFound,
+    /// OpenAI Responses rule 1: every call has an output with the same `call_id`.
+    ResponsesNoOutput,
+    /// OpenAI Responses rule 2: every output has its call.
+    ResponsesNoCall,
+    /// OpenAI Responses rule 3: a `reasoning` item is followed by the item it precedes.
+    ResponsesReasoningWithoutFollower,
+    /// Gemini rule 1: a function response turn comes immediately after a function call turn.
+    GeminiResponseNotAfterCall,
+    /// Gemini rule 2: a function call turn comes right after a user turn or a function
+    /// response turn, so a log cannot start with one.
+    GeminiCallTurnFirst,
+    /// Gemini rule 3: as many function response parts as function call parts.
+    GeminiPartCountMismatch,
+    /// Pairing (records JSONL): a `tool_use` without a `tool_result` after it.
+    UnansweredCall,
+    /// Pairing (records JSONL): a `tool_result` with no `tool_use` before it.
+    OrphanResult,
+    /// Pairing: a second result for one call id.
+    DuplicateResult,
+    /// Two calls share an id, so their results cannot be told apart. Checked for
+    /// every format but OpenAI Chat and Gemini, which pair a call with the turn right
+    /// after it and so allow an id to come back in a later turn.
+    DuplicateCallId,
+}
+
+impl Rule {
+    /// The rule's short name, as `check` prints it. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::AnthropicToolUseWithoutResult => "anthropic/tool-use-without-result",
+            Rule::AnthropicUnexpectedToolResult => "anthropic/unexpected-tool-result",
+            Rule::AnthropicResultAfterText => "anthropic/tool-result-after-text",
+            Rule::AnthropicSystemInMessages => "anthropic/system-role-in-messages",
+            Rule::ChatCallWithoutResponse => "openai-chat/tool-call-without-response",
+            Rule::ChatToolWithoutCalls => "openai-chat/tool-without-tool-calls",
+            Rule::ChatToolCallIdNotFound => "openai-chat/tool-call-id-not-found",
+            Rule::ResponsesNoOutput => "openai-responses/no-tool-output",
+            Rule::ResponsesNoCall => "openai-responses/no-tool-call",
+            Rule::ResponsesReasoningWithoutFollower => {
+                "openai-responses/reasoning-without-following-item"
+            }
+            Rule::GeminiResponseNotAfterCall => "gemini/response-not-after-call",
+            Rule::GeminiCallTurnFirst => "gemini/call-turn-first",
+            Rule::GeminiPartCountMismatch => "gemini/part-count-mismatch",
+            Rule::UnansweredCall => "pairing/unanswered-call",
+            Rule::OrphanResult => "pairing/orphan-result",
+            Rule::DuplicateResult => "pairing/duplicate-result",
+            Rule::DuplicateCallId => "pairing/duplicate-call-id",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One broken rule.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// Index of the message that breaks it (0-based, in file order).
+    pub message: usize,
+    /// 1-based line of the input where that message starts.
+    pub line: usize,
+    /// The call id concerned, if any.
+    pub call_id: Option<CallId>,
+    /// For an unanswered call: `true` when nothing but calls, results and reasoning
+    /// follow it (the call is still in flight at the very end of the log); `false` when
+    /// the log moved on without its answer, which is always a defect.
+    pub pending_at_end: bool,
+    /// The provider's error text for it, filled in.
+    pub text: String,
+}
+
+impl fmt::Display for Violation {
+    /// `LINE: rule: call_id text`, the `check` output without the file name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: ", self.line, self.rule)?;
+        if let Some(id) = &self.call_id {
+            write!(f, "{id} ")?;
+        }
+        f.write_str(&self.text)?;
+        if self.pending_at_end {
+            f.write_str(" (pending at the end of the log)")
+        } else if matches!(
+            self.rule,
+            Rule::AnthropicToolUseWithoutResult
+                | Rule::ChatCallWithoutResponse
+                | Rule::ResponsesNoOutput
+                | Rule::UnansweredCall
+        ) {
+            f.write_str(" (left unanswered while the log moved on)")
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Checks `messages` against the rules of `format`'s provider (Claude Code:
+/// Anthropic; Codex: OpenAI Responses; records: pairing only), plus duplicate call
+/// ids where the format pairs by id across the whole log (see [`Rule::DuplicateCallId`]). Histories separated by a compaction boundary
+/// ([`Message::starts_history`]) are checked each on their own; a call still open
+/// when a later boundary replaced its history counts as left behind, not pending.
+/// Violations come in message order. **O(blocks)** expected.
+pub fn validate(format: Format, messages: &[Message]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < messages.len() {
+        let end = messages[start + 1..]
+            .iter()
+            .position(|m| m.starts_history)
+            .map_or(messages.len(), |p| start + 1 + p);
+        let seg = Segment::new(messages, start, end);
+        match format {
+            Format::AnthropicMessages | Format::ClaudeCode => anthropic(&seg, &mut out),
+            Format::OpenAiChat => chat(&seg, &mut out),
+            Format::OpenAiResponses | Format::CodexRollout => {
+                super::rules_pairing::responses(&seg, &mut out)
+            }
+            Format::Gemini => super::rules_pairing::gemini(&seg, &mut out),
+            Format::Records => super::rules_pairing::records(&seg, &mut out),
+        }
+        if !matches!(format, Format::OpenAiChat | Format::Gemini) {
+            duplicate_calls(&seg, &mut out);
+        }
+        start = end;
+    }
+    out.sort_by_key(|v| v.message);
+    out
+}
+
+/// [`validate`] for a whole transcript: the same, except that an OpenAI Responses
+/// request that names a `previous_response_id` may answer, before its first history
+/// boundary, calls this input does not hold ("every output has its call, in the input
+/// or in the `previous_response_id` chain"). **O(blocks)** expected.
+pub fn validate_transcript(t: &super::Transcript) -> Vec<Violation> {
+    let mut out = validate(t.format, &t.messages);
+    if t.continues_previous_response {
+        let first_boundary = t
+            .messages
+            .iter()
+            .skip(1)
+            .position(|m| m.starts_history)
+            .map_or(t.messages.len(), |p| p + 1);
+        out.retain(|v| !(v.rule == Rule::ResponsesNoCall && v.message < first_boundary));
+    }
+    out
+}
+
+/// The messages of one history: `messages[start..end]`.
+pub(crate) struct Segment<'a> {
+    pub(crate) messages: &'a [Message],
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    /// Whether this history runs to the end of the log.
+    pub(crate) last: bool,
+    /// The last message answering each call id.
+    last_result: HashMap<&'a CallId, usize>,
+}
+
+impl<'a> Segment<'a> {
+    pub(crate) fn new(messages: &'a [Message], start: usize, end: usize) -> Self {
+        let mut last_result = HashMap::new();
+        for (i, m) in messages.iter().enumerate().take(end).skip(start) {
+            for (_, id) in m.results() {
+                last_result.insert(id, i);
+            }
+        }
+        Segment {
+            messages,
+            start,
+            end,
+            last: end == messages.len(),
+            last_result,
+        }
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<&Message> {
+        (self.start..self.end)
+            .contains(&i)
+            .then(|| &self.messages[i])
+    }
+
+    pub(crate) fn indices(&self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+
+    /// Whether a call unanswered at message `i` is still in flight at the very end:
+    /// this is the last history and no later message has text, and no call comes after
+    /// a result that came after `i` (which would be a new step of the agent).
+    pub(crate) fn pending_at_end(&self, i: usize) -> bool {
+        if !self.last {
+            return false;
+        }
+        let mut saw_result = false;
+        for m in &self.messages[i + 1..self.end] {
+            if m.has_text() || (saw_result && m.calls().next().is_some()) {
+                return false;
+            }
+            saw_result |= m.results().next().is_some();
+        }
+        true
+    }
+
+    /// Whether some message after `i` answers `id`.
+    pub(crate) fn answered_after(&self, i: usize, id: &CallId) -> bool {
+        self.last_result.get(id).is_some_and(|&r| r > i)
+    }
+
+    pub(crate) fn violation(
+        &self,
+        rule: Rule,
+        i: usize,
+        call_id: Option<&CallId>,
+        pending_at_end: bool,
+        text: String,
+    ) -> Violation {
+        Violation {
+            rule,
+            message: i,
+            line: self.messages[i].line,
+            call_id: call_id.cloned(),
+            pending_at_end,
+            text,
+        }
+    }
+}
+
+fn anthropic(seg: &Segment<'_>, out: &mut Vec<Violation>) {
+    for i in seg.indices() {
+        let m = &seg.messages[i];
+        match m.role {
+            Role::System => out.push(seg.violation(
+                Rule::AnthropicSystemInMessages,
+                i,
+                None,
+                false,
+                format!("messages.{i}: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."),
+            )),
+            Role::Assistant => {
+                let next: HashSet<&CallId> = seg
+                    .get(i + 1)
+                    .filter(|n| n.role != Role::Assistant)
+                    .map(|n| n.results().map(|(_, id)| id).collect())
+                    .unwrap_or_default();
+                for (_, id, _) in m.calls() {
+                    if next.contains(id) {
+                        continue;
+                    }
+                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
+                    out.push(seg.violation(
+                        Rule::AnthropicToolUseWithoutResult,
+                        i,
+                        Some(id),
+                        pending,
+                        format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."),
+                    ));
+                }
+            }
+            _ => {
+                let previous: HashSet<&CallId> = i
+                    .checked_sub(1)
+                    .and_then(|p| seg.get(p))
+                    .filter(|p| p.role == Role::Assistant)
+                    .map(|p| p.calls().map(|(_, id, _)| id).collect())
+                    .unwrap_or_default();
+                let mut text_seen = false;
+                for (k, (block, _)) in m.blocks.iter().enumerate() {
+                    let super::Block::Result { id, .. } = block else {
+                        text_seen |= matches!(block, super::Block::Text);
+                        continue;
+                    };
+                    if !previous.contains(id) {
+                        out.push(seg.violation(
+                            Rule::AnthropicUnexpectedToolResult,
+                            i,
+                            Some(id),
+                            false,
+                            format!("messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."),
+                        ));
+                    }
+                    if text_seen {
+                        out.push(seg.violation(
+                            Rule::AnthropicResultAfterText,
+                            i,
+                            Some(id),
+                            false,
+                            format!("messages.{i}.content.{k}: `tool_result` blocks must come first in the user message, before any text"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn chat(seg: &Segment<'_>, out: &mut Vec<Violation>) {
+    // The assistant message (index) owning the current run of tool messages.
+    let mut owner: Option<usize> = None;
+    for i in seg.indices() {
+        let m = &seg.messages[i];
+        if m.role != Role::Tool {
+            owner = (m.role == Role::Assistant && m.calls().next().is_some()).then_some(i);
+            if owner.is_some() {
+                let mut run: HashSet<&CallId> = HashSet::new();
+                for j in i + 1..seg.end {
+                    let t = &seg.messages[j];
+                    if t.role != Role::Tool {
+                        break;
+                    }
+                    run.extend(t.results().map(|(_, id)| id));
+                }
+                for (_, id, _) in m.calls() {
+                    if run.contains(id) {
+                        continue;
+                    }
+                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
+                    out.push(seg.violation(
+                        Rule::ChatCallWithoutResponse,
+                        i,
+                        Some(id),
+                        pending,
+                        format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {id}"),
+                    ));
+                }
+            }
+            continue;
+        }
+        for (_, id) in m.results() {
+            match owner {
+                None => out.push(seg.violation(
+                    Rule::ChatToolWithoutCalls,
+                    i,
+                    Some(id),
+                    false,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".to_owned(),
+                )),
+                Some(o) if !seg.messages[o].calls().any(|(_, c, _)| c == id) => {
+                    out.push(seg.violation(
+                        Rule::ChatToolCallIdNotFound,
+                        i,
+                        Some(id),
+                        false,
+                        format!("Invalid parameter: 'tool_call_id' of '{id}' not found in 'tool_calls' of previous message."),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Two calls with one id in one history.
+fn duplicate_calls(seg: &Segment<'_>, out: &mut Vec<Violation>) {
+    let mut first: HashMap<&CallId, usize> = HashMap::new();
+    for i in seg.indices() {
+        for (_, id, _) in seg.messages[i].calls() {
+            if let Some(&f) = first.get(id) {
+                out.push(seg.violation(
+                    Rule::DuplicateCallId,
+                    i,
+                    Some(id),
+                    false,
+                    format!(
+                        "call id already used by the call in message {f} (line {})",
+                        seg.messages[f].line
+                    ),
+                ));
+            } else {
+                first.insert(id, i);
+            }
+        }
+    }
+}
