@@ -109,31 +109,30 @@ fn spawn_script(tx: &UnboundedSender<Event>, script: Vec<(u64, Event)>) {
     });
 }
 
-const FILES: &[&str] = &["lib", "tracker", "index", "calls", "policy", "main"];
+/// One of `items`, drawn from `rng`.
+fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+    items[(rng.next_u64() % items.len() as u64) as usize]
+}
 
 /// A tool call the fake model makes: its name and arguments (JSON text).
 fn tool_call(rng: &mut Rng) -> (&'static str, String) {
-    let file = FILES[rng.range(0, FILES.len() as u64) as usize % FILES.len()];
-    match rng.range(0, 4) {
-        0 => {
-            let cmd = [
-                "cargo test",
-                "cargo build",
-                "cargo clippy",
-                "git diff --stat",
-            ][rng.range(0, 4) as usize % 4];
-            ("bash", format!(r#"{{"command":"{cmd}"}}"#))
-        }
-        1 => ("read_file", format!(r#"{{"path":"src/{file}.rs"}}"#)),
-        2 => ("grep", format!(r#"{{"pattern":"fn {file}","path":"src"}}"#)),
-        _ => (
-            "edit_file",
+    let file = pick(rng, &["lib", "tracker", "index", "calls", "policy", "main"]);
+    let (tool, args) = match rng.range(0, 3) {
+        0 => (
+            "bash",
             format!(
-                r#"{{"path":"src/{file}.rs","old":"todo","new":"done {}"}}"#,
-                rng.range(0, 99)
+                r#""command":"cargo {}""#,
+                pick(rng, &["test", "build", "clippy"])
             ),
         ),
-    }
+        1 => ("read_file", format!(r#""path":"src/{file}.rs""#)),
+        2 => ("grep", format!(r#""pattern":"fn {file}","path":"src""#)),
+        _ => (
+            "edit_file",
+            format!(r#""path":"src/{file}.rs","old":"todo","new":"done""#),
+        ),
+    };
+    (tool, format!("{{{args}}}"))
 }
 
 /// What a tool returns: its status and output.
@@ -147,12 +146,9 @@ fn tool_result(rng: &mut Rng, tool: &str) -> Payload {
         ("edit_file", _) => "applied 1 hunk".to_owned(),
         _ => format!("// {} lines\n...", rng.range(20, 900)),
     };
+    let status = [ResultStatus::Ok, ResultStatus::Error][usize::from(failed)];
     Payload::Result {
-        status: Some(if failed {
-            ResultStatus::Error
-        } else {
-            ResultStatus::Ok
-        }),
+        status: Some(status),
         content: Some(content),
     }
 }
@@ -282,12 +278,10 @@ impl Agent {
             let (tx, landed) = (self.tx.clone(), landed.clone());
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(latency)).await;
-                let result = Record::tool_result(id, size);
-                let result = if landed.fetch_add(1, Ordering::Relaxed) > 0 {
-                    result.bound_to_previous()
-                } else {
-                    result
-                };
+                let mut result = Record::tool_result(id, size);
+                if landed.fetch_add(1, Ordering::Relaxed) > 0 {
+                    result = result.bound_to_previous();
+                }
                 let _ = tx.unbounded_send(Event::Record(result));
             });
         }
@@ -298,10 +292,8 @@ impl Agent {
     fn apply(&mut self, event: Event) -> bool {
         let mirrored = match event {
             Event::Record(r) => {
-                let id = match r.kind() {
-                    RecordKind::ToolResult(id) => Some(id.to_string()),
-                    _ => None,
-                };
+                // Complete records here are user messages and tool results.
+                let id = r.call_id().map(ToString::to_string);
                 let payload = id
                     .as_ref()
                     .and_then(|id| self.results.remove(id))
@@ -468,22 +460,13 @@ impl Agent {
                 self.in_flight.keys().collect::<Vec<_>>()
             ));
         }
-        let records: Vec<Record> = self
-            .log
-            .entries()
-            .iter()
-            .map(|e| e.record.clone())
-            .collect();
+        let entries = self.log.entries();
+        let records: Vec<Record> = entries.iter().map(|e| e.record.clone()).collect();
         let open = t.open_record().is_some();
         let agree = |s: &Tracker| -> Result<(), String> {
             if (s.len(), s.total_tokens()) != (t.len(), t.total_tokens()) {
-                return Err(format!(
-                    "shared tracker: {} records, {} tokens; log: {} records, {} tokens",
-                    s.len(),
-                    s.total_tokens(),
-                    t.len(),
-                    t.total_tokens()
-                ));
+                let (shared, log) = ((s.len(), s.total_tokens()), (t.len(), t.total_tokens()));
+                return Err(format!("(records, tokens): shared {shared:?}, log {log:?}"));
             }
             for c in 0..=records.len() {
                 let want = reference::is_legal_cut(&records, c) && !(open && c == records.len());
@@ -582,26 +565,13 @@ pub(crate) async fn run(seed: u64) -> Outcome {
     }
     // The session is over: nothing may be pending now.
     let report = cutpoint::validate(agent.log.entries(), Options::strict());
+    let (records, tokens) = (agent.log.len(), agent.log.tracker().total_tokens());
+    let calls = report.structure.calls.len();
     match report.violations.first() {
-        None => {
-            let line = format!(
-                "final log: {} records, {} tokens, {} calls in {} summaries; valid",
-                agent.log.len(),
-                agent.log.tracker().total_tokens(),
-                report.structure.calls.len(),
-                agent
-                    .log
-                    .entries()
-                    .iter()
-                    .filter(|e| matches!(e.record.kind(), RecordKind::Summary(_)))
-                    .count()
-            );
-            agent.line(line);
-        }
-        Some(v) => agent.fail(format!(
-            "final log: {} violations, first {v}",
-            report.violations.len()
+        None => agent.line(format!(
+            "final log: {records} records, {tokens} tokens, {calls} calls; valid"
         )),
+        Some(v) => agent.fail(format!("final log: {v}")),
     }
     agent.out
 }

@@ -245,3 +245,74 @@ fn the_argument_policy_reaches_the_summary() {
     assert!(args.contains(&long), "the path is kept whole: {args}");
     assert!(args.contains("xxxx…[36 more chars]"), "content cut: {args}");
 }
+
+/// Positions shift down after an in-place compaction: a waiter made before it waits
+/// for a position of the old numbering (here one the shorter log has not reached
+/// when the last pending result lands), while the one recreated from the policy's new
+/// deferral resolves right then. Dropping and recreating waiters is the rule.
+#[cfg(feature = "stream")]
+#[tokio::test]
+async fn waiters_are_recreated_after_an_in_place_compaction() {
+    use cutpoint::stream::SharedTracker;
+    use futures::poll;
+    use std::task::Poll;
+
+    let policy = TriggerPolicy::new(10_000)
+        .threshold(0.8)
+        .unwrap()
+        .keep(0.1)
+        .unwrap()
+        .lookback(0.01)
+        .unwrap()
+        .pinned_head(1);
+    let shared = SharedTracker::default();
+    let mut log = Log::new();
+    let mut add = |r: Record| {
+        shared.append(r.clone()).unwrap();
+        log.append(entry(r)).unwrap();
+    };
+    add(Record::user(1_000));
+    add(Record::assistant(100));
+    add(Record::tool_use("a", 10).bound_to_previous());
+    add(Record::tool_result("a", 3_000));
+    add(Record::assistant(100));
+    add(Record::tool_use("b", 10).bound_to_previous());
+    add(Record::tool_use("c", 10).bound_to_previous());
+    add(Record::tool_result("c", 8_000));
+    let Planned::Defer(d) = policy.plan(&log) else {
+        panic!("{:?}", policy.plan(&log))
+    };
+    assert_eq!(
+        (d.waiting_on.as_slice(), d.resume_at),
+        (&["b".into()][..], 8)
+    );
+    let mut stale = Box::pin(shared.legal_cut_ready(d.resume_at));
+    // Another path (a caller's own region, e.g. a hard limit) compacts the answered
+    // round 1..4 in place, in the log and in the shared tracker.
+    let plan = log.plan_region(1..4, Default::default()).unwrap();
+    log.apply(&plan, None, 50).unwrap();
+    shared.update(|t| t.replace_region(1, 4, 50)).unwrap();
+    let Planned::Defer(d) = policy.plan(&log) else {
+        panic!("{:?}", policy.plan(&log))
+    };
+    assert_eq!(d.resume_at, 6, "the new numbering");
+    let mut fresh = Box::pin(shared.legal_cut_ready(d.resume_at));
+    assert_eq!(poll!(&mut fresh), Poll::Pending);
+    assert_eq!(poll!(&mut stale), Poll::Pending);
+    // The last pending result lands: the next safe point is the log's end, 7.
+    let b = Record::tool_result("b", 20).bound_to_previous();
+    shared.append(b.clone()).unwrap();
+    log.append(entry(b)).unwrap();
+    assert_eq!(fresh.await, 7);
+    assert_eq!(
+        poll!(&mut stale),
+        Poll::Pending,
+        "the old position 8 lies past the shorter log"
+    );
+    let Planned::CompactNow { cut, plan } = policy.plan(&log) else {
+        panic!("{:?}", policy.plan(&log))
+    };
+    assert_eq!((cut.head, cut.cut), (1, 7));
+    log.apply(&plan, None, 80).unwrap();
+    assert!(validate(log.entries(), Options::strict()).is_clean());
+}
