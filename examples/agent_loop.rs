@@ -3,14 +3,20 @@
 //! A fake model streams assistant text and parallel tool calls as deltas; the tools run
 //! concurrently with random latencies and their results land out of order; large
 //! results push the log over budget mid-turn. After every event the loop asks the
-//! [`TriggerPolicy`]: it compacts when a legal cut exists, and defers while calls are in
-//! flight, waiting on [`SharedTracker::legal_cut_ready`] for the next safe point (the
-//! moment the last pending result lands) instead of polling.
+//! [`TriggerPolicy`] for a plan ([`TriggerPolicy::plan`]): it compacts when a legal cut
+//! exists, and defers while calls are in flight, waiting on
+//! [`SharedTracker::legal_cut_ready`] for the next safe point (the moment the last
+//! pending result lands) instead of polling.
 //!
-//! Compaction is simulated: records `head..cut` become one summary record and the
-//! tracker is rebuilt from the new log. After every compaction the log is validated
-//! with the core's pairing checks (`reference::is_legal_cut` and a pairing validator
-//! below); any failure makes the program exit non-zero.
+//! The transcript is a compaction [`Log`]: every record with its payload (tool names,
+//! arguments, results), so a summary carries an argument-faithful ledger of the calls
+//! it covers. Compaction is the real one: the policy's [`Plan`] (region, pair atoms,
+//! retained tail) is applied in place by [`Log::apply`], and the shared tracker that
+//! the waiters watch is updated in place by [`Tracker::replace_region`]; nothing is
+//! rebuilt. After every compaction (and at the end) the log is checked with
+//! [`cutpoint::validate`]: calls pending at the end are legitimate mid-turn, any other
+//! violation, a changed pairing structure, or a tracker that disagrees with the log
+//! is a failure, and the program exits non-zero.
 //!
 //! No network; time is tokio's paused clock, so the run is deterministic from its seed
 //! and takes well under a second:
@@ -19,10 +25,10 @@
 //! cargo run --release --example agent_loop [SEED]
 //! ```
 //!
-//! To swap in a real compactor, replace [`Agent::compact`] (the plan is a
-//! [`PlannedCut`]) and [`validate`].
+//! To plug in a real summarizer, replace [`Agent::summarize`]: it gets the plan's units
+//! (one per pair) and returns the prose and the summary's token count.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
@@ -30,17 +36,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cutpoint::policy::{Decision, PlannedCut, TriggerPolicy};
+use cutpoint::compact::{Entry, Log, Payload, Plan, ResultStatus, Unit};
+use cutpoint::policy::{Planned, PlannedCut, TriggerPolicy};
 use cutpoint::reference;
 use cutpoint::stream::{SharedTracker, Tracked};
 use cutpoint::synth::Rng;
+use cutpoint::validate::{Options, PairingStructure};
 use cutpoint::{Event, Record, RecordKind, Tracker};
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 
 /// The context budget the policy works against.
 const BUDGET: u64 = 60_000;
-/// The seed used when none is given: its session defers five times mid-turn.
+/// The seed used when none is given: its session defers several times mid-turn.
 pub(crate) const DEFAULT_SEED: u64 = 2;
 /// Agent turns (user message, rounds of tool calls, a final answer) to simulate.
 const TURNS: usize = 30;
@@ -48,7 +56,8 @@ const TURNS: usize = 30;
 /// How the run went.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
-    /// One line per compaction, deferral and validation failure, in order.
+    /// One line per compaction, deferral and validation failure, in order, then the
+    /// final validation's line.
     pub(crate) lines: Vec<String>,
     /// Compactions done.
     pub(crate) compactions: usize,
@@ -62,34 +71,29 @@ pub(crate) struct Outcome {
 
 type Waiter = Pin<Box<dyn Future<Output = usize> + Send>>;
 
-/// The loop's state: the transcript it keeps beside the tracker, and the turn it is in.
+/// The loop's state: the transcript, the turn it is in, and a deferred compaction's
+/// waiter.
 struct Agent {
     rng: Rng,
     tx: UnboundedSender<Event>,
+    /// The tracker the stream feeds and the waiters watch.
     shared: SharedTracker,
     policy: TriggerPolicy,
-    /// The transcript (sizes and pairing only; a real loop keeps payloads too).
-    log: Vec<Record>,
-    /// Whether the last record is still streaming.
-    open: bool,
+    /// The transcript with payloads, fed the same events as `shared`.
+    log: Log,
+    /// Payloads of calls and results announced but not yet in the log, by call id.
+    calls: HashMap<String, Payload>,
+    results: HashMap<String, Payload>,
     /// Calls whose tool_use has opened and whose result has not landed: id -> turn.
     in_flight: BTreeMap<String, usize>,
     turn: usize,
     rounds_left: u64,
     next_call: u64,
     out: Outcome,
-    /// The calls a deferral waits for, to name them when it completes.
+    /// A deferred compaction's wait for a legal cut, in the positions of the log as it
+    /// was when the policy deferred; and the calls it waits for, to name them.
+    waiter: Option<Waiter>,
     deferred_on: Option<Vec<String>>,
-}
-
-/// `record` with another token count.
-fn with_tokens(record: &Record, tokens: u64) -> Record {
-    let r = Record::new(record.kind().clone(), tokens);
-    if record.is_bound_to_previous() {
-        r.bound_to_previous()
-    } else {
-        r
-    }
 }
 
 /// Sends `script` (delay before each event, in ms) from a task of its own, as a
@@ -103,6 +107,67 @@ fn spawn_script(tx: &UnboundedSender<Event>, script: Vec<(u64, Event)>) {
             let _ = tx.unbounded_send(event);
         }
     });
+}
+
+/// One of `items`, drawn from `rng`.
+fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+    items[(rng.next_u64() % items.len() as u64) as usize]
+}
+
+/// A tool call the fake model makes: its name and arguments (JSON text).
+fn tool_call(rng: &mut Rng) -> (&'static str, String) {
+    let file = pick(rng, &["lib", "tracker", "index", "calls", "policy", "main"]);
+    let (tool, args) = match rng.range(0, 3) {
+        0 => (
+            "bash",
+            format!(
+                r#""command":"cargo {}""#,
+                pick(rng, &["test", "build", "clippy"])
+            ),
+        ),
+        1 => ("read_file", format!(r#""path":"src/{file}.rs""#)),
+        2 => ("grep", format!(r#""pattern":"fn {file}","path":"src""#)),
+        _ => (
+            "edit_file",
+            format!(r#""path":"src/{file}.rs","old":"todo","new":"done""#),
+        ),
+    };
+    (tool, format!("{{{args}}}"))
+}
+
+/// What a tool returns: its status and output.
+fn tool_result(rng: &mut Rng, tool: &str) -> Payload {
+    let failed = rng.chance(0.15);
+    let content = match (tool, failed) {
+        ("bash", false) => format!("exit 0: {} passed\n...", rng.range(5, 300)),
+        ("bash", true) => format!("exit 101: {} failed\n...", rng.range(1, 9)),
+        (_, true) => "error: no such file or directory".to_owned(),
+        ("grep", _) => format!("{} matches\n...", rng.range(0, 40)),
+        ("edit_file", _) => "applied 1 hunk".to_owned(),
+        _ => format!("// {} lines\n...", rng.range(20, 900)),
+    };
+    let status = [ResultStatus::Ok, ResultStatus::Error][usize::from(failed)];
+    Payload::Result {
+        status: Some(status),
+        content: Some(content),
+    }
+}
+
+/// One ledger line per covered call: `id tool arguments -> status: first line`.
+fn ledger(units: &[Unit]) -> String {
+    let mut s = String::new();
+    for u in units {
+        let _ = writeln!(
+            s,
+            "{} {} {} -> {}: {}",
+            u.call_id,
+            u.tool.as_deref().unwrap_or("?"),
+            u.arguments.as_deref().unwrap_or("?"),
+            u.status.map_or("?", ResultStatus::name),
+            u.first_line.as_deref().unwrap_or("")
+        );
+    }
+    s
 }
 
 impl Agent {
@@ -155,6 +220,14 @@ impl Agent {
                 self.next_call,
                 self.rng.next_u64() & 0xffff
             );
+            let (tool, arguments) = tool_call(&mut self.rng);
+            self.calls.insert(
+                id.clone(),
+                Payload::Call {
+                    name: Some(tool.to_owned()),
+                    arguments: Some(arguments),
+                },
+            );
             // The id comes with the block start: pending from here on.
             let open = Record::tool_use(id, 0).bound_to_previous();
             script.push((self.rng.range(1, 10), Event::Opened(open)));
@@ -176,75 +249,81 @@ impl Agent {
     /// The model's message is complete: run its calls concurrently, each with its own
     /// latency and result size; they land in whatever order they finish.
     fn dispatch_tools(&mut self) {
-        let calls: Vec<String> = self
+        let calls: Vec<(String, String)> = self
             .log
+            .entries()
             .iter()
             .rev()
-            .take_while(|r| !matches!(r.kind(), RecordKind::Assistant))
-            .filter_map(|r| match r.kind() {
-                RecordKind::ToolUse(id) => Some(id.to_string()),
+            .take_while(|e| !matches!(e.record.kind(), RecordKind::Assistant))
+            .filter_map(|e| match (e.record.kind(), &e.payload) {
+                (RecordKind::ToolUse(id), Payload::Call { name, .. }) => {
+                    Some((id.to_string(), name.clone().unwrap_or_default()))
+                }
                 _ => None,
             })
             .collect();
         // The results of one round form one user message: the first to land starts it,
         // the others are bound to it (no cut between them).
         let landed = Arc::new(AtomicUsize::new(0));
-        for id in calls {
+        for (id, tool) in calls {
             let latency = self.rng.range(20, 900);
             let size = if self.rng.chance(0.12) {
                 self.rng.range(8_000, 24_000) // a file dump, a long test log
             } else {
                 self.rng.range(50, 2_500)
             };
+            let result = tool_result(&mut self.rng, &tool);
+            self.results.insert(id.clone(), result);
             self.in_flight.insert(id.clone(), self.turn);
             let (tx, landed) = (self.tx.clone(), landed.clone());
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(latency)).await;
-                let result = Record::tool_result(id, size);
-                let result = if landed.fetch_add(1, Ordering::Relaxed) > 0 {
-                    result.bound_to_previous()
-                } else {
-                    result
-                };
+                let mut result = Record::tool_result(id, size);
+                if landed.fetch_add(1, Ordering::Relaxed) > 0 {
+                    result = result.bound_to_previous();
+                }
                 let _ = tx.unbounded_send(Event::Record(result));
             });
         }
     }
 
-    /// Mirrors one tracked event into the transcript and moves the session on.
-    /// Returns `false` once the last turn is over.
-    fn apply(&mut self, event: &Event) -> bool {
-        match event {
+    /// Mirrors one tracked event into the transcript, with its payload, and moves the
+    /// session on. Returns `false` once the last turn is over.
+    fn apply(&mut self, event: Event) -> bool {
+        let mirrored = match event {
             Event::Record(r) => {
-                self.log.push(r.clone());
-                if let RecordKind::ToolResult(id) = r.kind() {
-                    self.in_flight.remove(id.as_str());
+                // Complete records here are user messages and tool results.
+                let id = r.call_id().map(ToString::to_string);
+                let payload = id
+                    .as_ref()
+                    .and_then(|id| self.results.remove(id))
+                    .unwrap_or_default();
+                let appended = self.log.append(Entry::new(r, payload)).map(drop);
+                if let Some(id) = id {
+                    self.in_flight.remove(&id);
                     if self.in_flight.is_empty() {
                         // The round's last result: call the model again.
                         self.start_round();
                     }
                 }
+                appended.map_err(|e| e.to_string())
             }
             Event::Opened(r) => {
-                if let RecordKind::ToolUse(id) = r.kind() {
-                    // In flight from its block start: its result is owed from now on.
-                    self.in_flight.insert(id.to_string(), self.turn);
-                }
-                self.log.push(r.clone());
-                self.open = true;
+                let payload = match r.kind() {
+                    RecordKind::ToolUse(id) => {
+                        // In flight from its block start: its result is owed from now on.
+                        self.in_flight.insert(id.to_string(), self.turn);
+                        self.calls.remove(id.as_str()).unwrap_or_default()
+                    }
+                    _ => Payload::None,
+                };
+                self.log
+                    .open(Entry::new(r, payload))
+                    .map(drop)
+                    .map_err(|e| e.to_string())
             }
-            Event::Delta { tokens } => {
-                if let Some(last) = self.log.last_mut() {
-                    *last = with_tokens(last, last.tokens() + tokens);
-                }
-            }
-            Event::UsageReported { tokens } => {
-                if let Some(last) = self.log.last_mut() {
-                    *last = with_tokens(last, *tokens);
-                }
-            }
-            Event::Closed => self.open = false,
             Event::TurnEnded => {
+                let handled = self.log.handle(Event::TurnEnded).map(drop);
                 self.dispatch_tools();
                 if self.in_flight.is_empty() {
                     // A message without calls is the turn's final answer.
@@ -253,20 +332,24 @@ impl Agent {
                     }
                     self.start_turn();
                 }
+                handled.map_err(|e| e.to_string())
             }
-            _ => {}
+            other => self.log.handle(other).map(drop).map_err(|e| e.to_string()),
+        };
+        if let Err(e) = mirrored {
+            self.fail(format!(
+                "turn {}: the log refused an event the tracker took: {e}",
+                self.turn
+            ));
         }
         true
     }
 
-    /// Asks the policy and acts: compacts, or defers and returns the waiter.
-    fn consult(&mut self, why: &str) -> Option<Waiter> {
-        match self.shared.read(|t| self.policy.decide(t)) {
-            Decision::CompactNow(plan) => {
-                self.compact(plan, why);
-                None
-            }
-            Decision::Defer(d) => {
+    /// Asks the policy and acts: compacts, or defers and sets the waiter.
+    fn consult(&mut self, why: &str) {
+        match self.policy.plan(&self.log) {
+            Planned::CompactNow { cut, plan } => self.compact(&cut, &plan, why),
+            Planned::Defer(d) => {
                 self.out.deferrals += 1;
                 let line = format!(
                     "turn {}: deferred compaction at {} tokens (threshold {}): {d}",
@@ -276,57 +359,74 @@ impl Agent {
                 );
                 self.line(line);
                 self.deferred_on = Some(d.waiting_on.iter().map(|id| id.to_string()).collect());
-                Some(Box::pin(self.shared.legal_cut_ready(d.resume_at)))
+                self.waiter = Some(Box::pin(self.shared.legal_cut_ready(d.resume_at)));
             }
-            _ => None,
+            _ => {}
         }
     }
 
-    /// Simulated compaction: records `head..cut` become one summary record, and the
-    /// tracker is rebuilt from the new transcript (O(n); fine for an example, and it
-    /// re-derives the pairing from scratch, as the seed asks on re-entry).
-    fn compact(&mut self, plan: PlannedCut, why: &str) {
-        let len = self.log.len();
-        // Check the plan against the reference before touching anything.
-        for c in [plan.head, plan.cut] {
-            if c > len || !reference::is_legal_cut(&self.log, c) || (self.open && c == len) {
-                self.fail(format!("turn {}: planned cut {c} is not legal", self.turn));
-                return;
-            }
-        }
-        let summary = (plan.compacted_tokens / 12).clamp(150, 2_000);
-        let mut log = Vec::with_capacity(len - (plan.cut - plan.head) + 1);
-        log.extend_from_slice(&self.log[..plan.head]);
-        log.push(Record::user(summary));
-        log.extend_from_slice(&self.log[plan.cut..]);
-        let rebuilt = match rebuild(&log, self.open) {
-            Ok(t) => t,
+    /// A stand-in for an LLM summarizer: prose naming what the region did, and the
+    /// summary's size (prose plus the ledger of its units, about 4 characters a token).
+    fn summarize(&self, plan: &Plan) -> (String, u64) {
+        let units = self.log.units(plan);
+        let failed = units
+            .iter()
+            .filter(|u| u.status == Some(ResultStatus::Error))
+            .count();
+        let text = format!(
+            "Earlier work up to turn {}: {} tool calls ({failed} failed); ledger below.",
+            self.turn,
+            units.len()
+        );
+        let chars = text.len() + ledger(&units).len();
+        (text, (chars / 4) as u64 + 16)
+    }
+
+    /// Compacts `plan`'s region into one summary record, in place in the log and in
+    /// the shared tracker, then validates.
+    fn compact(&mut self, cut: &PlannedCut, plan: &Plan, why: &str) {
+        let before = cutpoint::validate(self.log.entries(), Options::allowing_pending());
+        let (text, summary_tokens) = self.summarize(plan);
+        let applied = match self.log.apply(plan, Some(text), summary_tokens) {
+            Ok(applied) => applied,
             Err(e) => {
-                self.fail(format!("turn {}: rebuilding the tracker: {e}", self.turn));
+                self.fail(format!("turn {}: applying {plan}: {e}", self.turn));
                 return;
             }
         };
-        let after = rebuilt.total_tokens();
-        self.log = log;
-        self.shared.update(|t| *t = rebuilt);
+        // The same region in the tracker the waiters watch, in place too.
+        let (start, end) = (plan.region.start, plan.region.end);
+        if let Err(e) = self
+            .shared
+            .update(|t| t.replace_region(start, end, summary_tokens))
+        {
+            self.fail(format!(
+                "turn {}: the shared tracker refused {start}..{end}: {e}",
+                self.turn
+            ));
+        }
+        // Positions from before this compaction are stale. Any waiter was made in the
+        // old numbering: drop it; the policy recreates one in the new numbering if it
+        // still has to wait.
+        self.waiter = None;
         self.out.compactions += 1;
+        let after = self.log.tracker().total_tokens();
         let mut line = format!(
-            "turn {}: compacted records {}..{} ({} tokens) into a {summary}-token summary{}; log {} -> {after} tokens",
+            "turn {}: compacted records {start}..{end} ({} tokens, {} calls) into a {summary_tokens}-token summary{}; log {} -> {after} tokens",
             self.turn,
-            plan.head,
-            plan.cut,
-            plan.compacted_tokens,
-            if plan.past_target {
+            applied.removed_tokens,
+            applied.covered_calls,
+            if cut.past_target {
                 " at the next safe point past the target"
             } else {
                 ""
             },
-            plan.total_tokens,
+            cut.total_tokens,
         );
         if let Some(ids) = self.deferred_on.take() {
             let _ = write!(line, "; {why}, after waiting on {}", ids.join(", "));
         }
-        match validate(&self.log, self.open, &self.in_flight, &self.shared) {
+        match self.check(Some(&before.structure)) {
             Ok(()) => {
                 line.push_str("; log valid");
                 self.line(line);
@@ -337,89 +437,51 @@ impl Agent {
             }
         }
     }
-}
 
-/// A tracker for `log`, its last record left open when `open`.
-fn rebuild(log: &[Record], open: bool) -> Result<Tracker, cutpoint::AppendError> {
-    let closed = if open { log.len() - 1 } else { log.len() };
-    let mut t = Tracker::from_records(log[..closed].iter().cloned())?;
-    if open {
-        t.open(log[closed].clone())?;
-    }
-    Ok(t)
-}
-
-/// The pairing checks of the seed's conditions 1-3 over the whole transcript, calls in
-/// flight excepted, and the tracker's agreement with the reference on every cut.
-/// **O(n²)** (the reference rescans per cut): fine after each compaction.
-fn validate(
-    log: &[Record],
-    open: bool,
-    in_flight: &BTreeMap<String, usize>,
-    shared: &SharedTracker,
-) -> Result<(), String> {
-    let mut uses: HashMap<&str, usize> = HashMap::new();
-    let mut results: HashMap<&str, usize> = HashMap::new();
-    for (i, r) in log.iter().enumerate() {
-        match r.kind() {
-            RecordKind::ToolUse(id) => {
-                if let Some(first) = uses.insert(id, i) {
-                    return Err(format!("record {i}: tool_use {id} repeats record {first}"));
-                }
+    /// Validates the log ([`cutpoint::validate`], pending calls at the end allowed) and
+    /// checks that its pairing structure is `structure` (when given), that the calls it
+    /// holds pending are exactly those in flight, and that the shared tracker and the
+    /// log's agree with each other and with the reference on every cut.
+    /// **O(n²)** (the reference rescans per cut): fine after each compaction.
+    fn check(&self, structure: Option<&PairingStructure>) -> Result<(), String> {
+        let report = cutpoint::validate(self.log.entries(), Options::allowing_pending());
+        if let Some(v) = report.violations.first() {
+            return Err(format!("{} violations, first {v}", report.violations.len()));
+        }
+        if structure.is_some_and(|s| *s != report.structure) {
+            return Err("the pairing structure changed".to_owned());
+        }
+        let t = self.log.tracker();
+        let pending: BTreeSet<String> =
+            t.pending_calls().iter().map(|p| p.id.to_string()).collect();
+        if !pending.iter().eq(self.in_flight.keys()) {
+            return Err(format!(
+                "pending calls {pending:?}, in flight {:?}",
+                self.in_flight.keys().collect::<Vec<_>>()
+            ));
+        }
+        let entries = self.log.entries();
+        let records: Vec<Record> = entries.iter().map(|e| e.record.clone()).collect();
+        let open = t.open_record().is_some();
+        let agree = |s: &Tracker| -> Result<(), String> {
+            if (s.len(), s.total_tokens()) != (t.len(), t.total_tokens()) {
+                let (shared, log) = ((s.len(), s.total_tokens()), (t.len(), t.total_tokens()));
+                return Err(format!("(records, tokens): shared {shared:?}, log {log:?}"));
             }
-            RecordKind::ToolResult(id) => {
-                let Some(&u) = uses.get(id.as_str()) else {
-                    return Err(format!("record {i}: tool_result {id} without its tool_use"));
-                };
-                if let Some(first) = results.insert(id, i) {
+            for c in 0..=records.len() {
+                let want = reference::is_legal_cut(&records, c) && !(open && c == records.len());
+                if t.is_legal_cut(c) != want || s.is_legal_cut(c) != want {
                     return Err(format!(
-                        "record {i}: second tool_result {id} (first {first})"
-                    ));
-                }
-                // Condition 3: inside the turn of its call (no assistant text between).
-                if let Some(a) =
-                    (u + 1..i).find(|&k| matches!(log[k].kind(), RecordKind::Assistant))
-                {
-                    return Err(format!(
-                        "record {i}: tool_result {id} lands after assistant record {a}, outside its turn"
+                        "cut {c}: reference {want}, log's tracker {}, shared tracker {}",
+                        t.is_legal_cut(c),
+                        s.is_legal_cut(c)
                     ));
                 }
             }
-            _ => {}
-        }
+            Ok(())
+        };
+        self.shared.read(agree)
     }
-    for (id, &u) in &uses {
-        if !results.contains_key(id) && !in_flight.contains_key(*id) {
-            return Err(format!(
-                "tool_use {id} at record {u} has no result and is not in flight"
-            ));
-        }
-    }
-    if let Some(id) = in_flight.keys().find(|id| !uses.contains_key(id.as_str())) {
-        return Err(format!(
-            "call {id} is in flight but its tool_use was compacted away"
-        ));
-    }
-    shared.read(|t| {
-        t.assert_invariants();
-        for c in 0..=log.len() {
-            let want = reference::is_legal_cut(log, c) && !(open && c == log.len());
-            if t.is_legal_cut(c) != want {
-                return Err(format!(
-                    "tracker says cut {c} is {}legal, the reference disagrees",
-                    if want { "il" } else { "" }
-                ));
-            }
-        }
-        let total: u64 = log.iter().map(Record::tokens).sum();
-        if t.total_tokens() != total {
-            return Err(format!(
-                "tracker counts {} tokens, the log {total}",
-                t.total_tokens()
-            ));
-        }
-        Ok(())
-    })
 }
 
 /// Waits on the deferred compaction's waiter, if any.
@@ -452,13 +514,15 @@ pub(crate) async fn run(seed: u64) -> Outcome {
         tx,
         shared: shared.clone(),
         policy,
-        log: Vec::new(),
-        open: false,
+        log: Log::new(),
+        calls: HashMap::new(),
+        results: HashMap::new(),
         in_flight: BTreeMap::new(),
         turn: 0,
         rounds_left: 0,
         next_call: 0,
         out: Outcome::default(),
+        waiter: None,
         deferred_on: None,
     };
     println!(
@@ -466,26 +530,26 @@ pub(crate) async fn run(seed: u64) -> Outcome {
         policy.threshold_tokens()
     );
     let mut tracked = Tracked::new(rx, shared.clone());
-    let mut waiter: Option<Waiter> = None;
     agent.start_turn();
     let mut running = true;
     loop {
         let step = tokio::select! {
             // The safe point first: compact there before the next event moves on.
             biased;
-            cut = wait(&mut waiter), if waiter.is_some() => Step::SafePoint(cut),
+            cut = wait(&mut agent.waiter), if agent.waiter.is_some() => Step::SafePoint(cut),
             item = tracked.next() => Step::Event(item),
         };
         match step {
             Step::SafePoint(cut) => {
-                let why = format!("legal cut {cut} ready");
-                waiter = agent.consult(&why);
+                // Resolved: the future is spent. Plan again on the log as it is now.
+                agent.waiter = None;
+                agent.consult(&format!("legal cut {cut} ready"));
             }
             Step::Event(Some(Ok((event, _handled)))) => {
                 agent.out.events += 1;
-                running = agent.apply(&event) && running;
-                if waiter.is_none() {
-                    waiter = agent.consult("at once");
+                running = agent.apply(event) && running;
+                if agent.waiter.is_none() {
+                    agent.consult("at once");
                 }
                 if !running {
                     // No more events will come: close the channel so the stream ends.
@@ -496,8 +560,18 @@ pub(crate) async fn run(seed: u64) -> Outcome {
             Step::Event(None) => break,
         }
     }
-    if waiter.is_some() {
+    if agent.waiter.is_some() {
         agent.fail("a deferred compaction never reached a safe point".to_owned());
+    }
+    // The session is over: nothing may be pending now.
+    let report = cutpoint::validate(agent.log.entries(), Options::strict());
+    let (records, tokens) = (agent.log.len(), agent.log.tracker().total_tokens());
+    let calls = report.structure.calls.len();
+    match report.violations.first() {
+        None => agent.line(format!(
+            "final log: {records} records, {tokens} tokens, {calls} calls; valid"
+        )),
+        Some(v) => agent.fail(format!("final log: {v}")),
     }
     agent.out
 }

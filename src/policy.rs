@@ -17,11 +17,17 @@
 //! ones appear). At that point the policy compacts past its target: more than asked,
 //! never less than safe.
 //!
+//! [`TriggerPolicy::plan`] answers the same over a compaction [`Log`], with the
+//! [`Plan`] for the cut (region, pair atoms, retained tail) ready for
+//! [`Log::apply`](crate::compact::Log::apply).
+//!
 //! The policy is sans-IO and cheap: [`TriggerPolicy::decide`] is **O(log n)**, plus
-//! **O(k log k)** over the `k` pending calls when it defers.
+//! **O(k log k)** over the `k` pending calls when it defers; [`TriggerPolicy::plan`]
+//! adds **O(r)** for a region of `r` records.
 
 use std::fmt;
 
+use crate::compact::{ArgumentPolicy, Log, Plan};
 use crate::record::CallId;
 use crate::tracker::Tracker;
 
@@ -68,6 +74,7 @@ pub struct TriggerPolicy {
     keep: f64,
     lookback: f64,
     pinned_head: usize,
+    arguments: ArgumentPolicy,
 }
 
 /// A fraction given to [`TriggerPolicy`] outside `0.0..=1.0` (or not a number).
@@ -90,6 +97,26 @@ pub enum Decision {
     /// Compact records `head..cut` now; both cuts are legal.
     CompactNow(PlannedCut),
     /// Over the threshold, but no legal cut is usable yet: wait, then decide again.
+    Defer(Deferral),
+}
+
+/// What the agent loop should do now, with the compaction plan ready:
+/// [`TriggerPolicy::plan`]'s answer.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Planned {
+    /// The log is under the threshold.
+    Nothing,
+    /// Compact now: `plan` names the region `cut.head..cut.cut`, its pair atoms (for
+    /// the summarizer) and where the retained tail starts; hand it to
+    /// [`Log::apply`](crate::compact::Log::apply).
+    CompactNow {
+        /// Where, and why there (tokens, whether past the target).
+        cut: PlannedCut,
+        /// The region as the compaction layer applies it.
+        plan: Plan,
+    },
+    /// Over the threshold, but no legal cut is usable yet: wait, then plan again.
     Defer(Deferral),
 }
 
@@ -181,6 +208,7 @@ impl TriggerPolicy {
             keep: 0.4,
             lookback: 0.15,
             pinned_head: 0,
+            arguments: ArgumentPolicy::Verbatim,
         }
     }
 
@@ -215,6 +243,14 @@ impl TriggerPolicy {
     #[must_use]
     pub fn pinned_head(mut self, records: usize) -> Self {
         self.pinned_head = records;
+        self
+    }
+
+    /// How [`plan`](TriggerPolicy::plan)'s summaries write arguments (default
+    /// verbatim). **O(1)**.
+    #[must_use]
+    pub fn arguments(mut self, arguments: ArgumentPolicy) -> Self {
+        self.arguments = arguments;
         self
     }
 
@@ -270,6 +306,48 @@ impl TriggerPolicy {
         match tracker.legal_cut_at_or_after(from) {
             Some(cut) => plan(cut, true),
             None => Decision::Defer(self.deferral(tracker, from)),
+        }
+    }
+
+    /// [`decide`](TriggerPolicy::decide) on `log`'s tracker, with the compaction plan
+    /// for its cut: the region `head..cut`, its pair atoms and the retained tail, ready
+    /// for [`Log::apply`](crate::compact::Log::apply) (summaries write arguments as set
+    /// by [`arguments`](TriggerPolicy::arguments)). **O(log n + r)** for a region of
+    /// `r` records, plus **O(k log k)** when it defers.
+    ///
+    /// ```
+    /// use cutpoint::compact::{Entry, Log};
+    /// use cutpoint::policy::{Planned, TriggerPolicy};
+    /// use cutpoint::Record;
+    /// let policy = TriggerPolicy::new(10_000).threshold(0.5)?.keep(0.2)?.pinned_head(1);
+    /// let mut log = Log::new();
+    /// for r in [
+    ///     Record::user(1_000),
+    ///     Record::assistant(500),
+    ///     Record::tool_use("toolu_1", 50),
+    ///     Record::tool_result("toolu_1", 4_000),
+    ///     Record::user(100),
+    /// ] {
+    ///     log.append(Entry::from(r))?;
+    /// }
+    /// let Planned::CompactNow { cut, plan } = policy.plan(&log) else { panic!() };
+    /// assert_eq!((cut.head, cut.cut), (1, 4));
+    /// assert_eq!(plan.region, 1..4);
+    /// assert_eq!(plan.covered().count(), 1); // the pair, as one unit
+    /// log.apply(&plan, Some("ran toolu_1".into()), 40)?;
+    /// assert_eq!(log.len(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plan(&self, log: &Log) -> Planned {
+        match self.decide(log.tracker()) {
+            Decision::Nothing => Planned::Nothing,
+            Decision::Defer(d) => Planned::Defer(d),
+            // `decide` guarantees legal cuts `head < cut <= len` (tests/policy.rs), the
+            // precondition of `plan_between`; `apply` checks them again regardless.
+            Decision::CompactNow(cut) => Planned::CompactNow {
+                plan: log.plan_between(cut.head, cut.cut, self.arguments),
+                cut,
+            },
         }
     }
 

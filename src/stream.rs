@@ -27,9 +27,10 @@
 //!
 //! # Positions
 //!
-//! Positions are those of the tracker behind the handle. A compaction that replaces the
-//! tracker (through [`SharedTracker::update`]) renumbers them; a waiter for a position
-//! of the old numbering should be dropped and recreated.
+//! Positions are those of the tracker behind the handle. A compaction (through
+//! [`SharedTracker::update`], in place with [`Tracker::replace_region`] or by replacing
+//! the tracker) renumbers them; a waiter for a position of the old numbering should be
+//! dropped and recreated from a fresh decision (`tests/policy_plan.rs` shows why).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -113,8 +114,9 @@ impl SharedTracker {
     }
 
     /// Runs `change` on the tracker under the lock, then wakes the waiters (whether or
-    /// not anything changed). This is how a compaction replaces the tracker:
-    /// `shared.update(|t| *t = rebuilt)`.
+    /// not anything changed). This is how a compaction reaches the tracker, in place
+    /// (`shared.update(|t| t.replace_region(start, end, summary_tokens))`, as
+    /// `examples/agent_loop.rs` does) or by replacing it (`shared.update(|t| *t = rebuilt)`).
     pub fn update<R>(&self, change: impl FnOnce(&mut Tracker) -> R) -> R {
         let answer = change(&mut self.lock());
         self.inner.changed.notify_waiters();

@@ -1,7 +1,9 @@
 //! Runs `examples/agent_loop.rs`'s session (its `run`, which `main` wraps: the program
 //! exits non-zero exactly when `failures > 0`) and checks what the issue asks it to
-//! show: at least one compaction and one mid-turn deferral, every deferral completed at
-//! the next safe point, zero validation failures, the same output from the same seed.
+//! show: at least one compaction through the real compaction layer and one mid-turn
+//! deferral naming its calls, every deferral completed by a compaction at the next safe
+//! point, zero validation failures (after every compaction and at the end), the same
+//! output from the same seed.
 #![cfg(feature = "stream")]
 
 #[expect(dead_code, reason = "the example's `main` only runs as a program")]
@@ -14,18 +16,46 @@ fn waited_ids(line: &str) -> Vec<&str> {
         return Vec::new();
     };
     let ids = rest.split(';').next().unwrap_or("");
-    ids.split(", ").collect()
+    ids.split(", ").filter(|id| !id.is_empty()).collect()
+}
+
+/// The number after `(N tokens, ` in a compaction line: the calls its summary covers.
+fn covered_calls(line: &str) -> usize {
+    let calls = line
+        .split_once(" tokens, ")
+        .and_then(|(_, rest)| rest.split_once(" calls)"))
+        .map(|(n, _)| n);
+    calls
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no call count in {line}"))
 }
 
 fn check(seed: u64, out: &agent_loop::Outcome) {
     assert_eq!(out.failures, 0, "seed {seed}: {:#?}", out.lines);
+    assert!(
+        !out.lines.iter().any(|l| l.contains("FAILED")),
+        "seed {seed}: {:#?}",
+        out.lines
+    );
     let deferred: Vec<usize> = (0..out.lines.len())
         .filter(|&i| out.lines[i].contains("deferred"))
         .collect();
     assert_eq!(deferred.len(), out.deferrals);
-    assert_eq!(
-        out.lines.iter().filter(|l| l.contains("compacted")).count(),
-        out.compactions
+    let compacted: Vec<&String> = out
+        .lines
+        .iter()
+        .filter(|l| l.contains("compacted"))
+        .collect();
+    assert_eq!(compacted.len(), out.compactions);
+    for line in &compacted {
+        assert!(line.ends_with("; log valid"), "seed {seed}: {line}");
+    }
+    // Each summary folds the one before (the region starts right after the pinned
+    // head, where the previous summary sits): the ledger only grows, no call is lost.
+    let covered: Vec<usize> = compacted.iter().map(|l| covered_calls(l)).collect();
+    assert!(
+        covered.windows(2).all(|w| w[0] <= w[1]),
+        "seed {seed}: covered calls shrank: {covered:?}"
     );
     for i in deferred {
         let line = &out.lines[i];
@@ -34,6 +64,9 @@ fn check(seed: u64, out: &agent_loop::Outcome) {
             line.contains("calls in flight") && !ids.is_empty(),
             "seed {seed}: a mid-turn deferral names its calls: {line}"
         );
+        for id in &ids {
+            assert!(id.starts_with("toolu_"), "seed {seed}: not a call id: {id}");
+        }
         // Completed at the safe point, before anything else is reported.
         let next = out.lines.get(i + 1).map_or("", String::as_str);
         assert!(
@@ -44,6 +77,12 @@ fn check(seed: u64, out: &agent_loop::Outcome) {
             assert!(next.contains(id), "seed {seed}: {id} missing from {next}");
         }
     }
+    // The session ends with every call answered, and the validator agrees.
+    let last = out.lines.last().map_or("", String::as_str);
+    assert!(
+        last.starts_with("final log: ") && last.ends_with("; valid"),
+        "seed {seed}: {last}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -67,6 +106,8 @@ async fn other_seeds_keep_the_log_valid_too() {
         check(seed, &out);
         assert!(out.compactions >= 1, "seed {seed}");
         deferrals += out.deferrals;
+        let again = agent_loop::run(seed).await;
+        assert_eq!(again.lines, out.lines, "seed {seed}: deterministic");
     }
     assert!(
         deferrals >= 10,

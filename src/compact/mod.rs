@@ -23,6 +23,7 @@
 //! from an earlier pass; [`validate`](crate::validate()) checks the result.
 
 mod apply;
+mod live;
 mod plan;
 mod repair;
 mod summary;

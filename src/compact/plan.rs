@@ -244,7 +244,7 @@ impl Log {
     }
 
     /// The atoms of `start..end`, both legal cuts. **O(end - start)** expected.
-    fn atoms(&self, start: usize, end: usize) -> Vec<Atom> {
+    pub(super) fn atoms(&self, start: usize, end: usize) -> Vec<Atom> {
         let mut atoms = Vec::new();
         // Index of the pair atom of a call seen in the region.
         let mut pairs: HashMap<&str, usize> = HashMap::new();

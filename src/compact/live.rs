@@ -1,0 +1,248 @@
+//! A [`Log`] fed live: records that open and grow by deltas, as [`Event`]s, and plans
+//! for a region chosen elsewhere (the [trigger policy](crate::policy)).
+
+use std::ops::Range;
+
+use super::apply::ApplyError;
+use super::{ArgumentPolicy, Entry, Log, Plan};
+use crate::error::AppendError;
+use crate::event::{Event, EventError, Handled};
+use crate::record::Record;
+use crate::tracker::Appended;
+
+impl Log {
+    /// Appends `entry` open, as [`Tracker::open`](crate::Tracker::open): it may grow
+    /// through [`handle`](Log::handle)d deltas until closed. **O(1)** amortized. A
+    /// refused entry leaves the log as it was.
+    ///
+    /// # Errors
+    /// Whatever [`Tracker::open`](crate::Tracker::open) refuses.
+    pub fn open(&mut self, entry: Entry) -> Result<Appended, AppendError> {
+        let appended = self.tracker.open(entry.record.clone())?;
+        self.entries.push_back(entry);
+        Ok(appended)
+    }
+
+    /// Applies one event of a live turn to the tracker and mirrors it in the entries:
+    /// a record event appends an entry with no payload (use [`append`](Log::append) or
+    /// [`open`](Log::open) to attach one); a delta or usage report resizes the last
+    /// entry's record. **O(1)** amortized, as [`Tracker::handle`](crate::Tracker::handle).
+    ///
+    /// ```
+    /// use cutpoint::compact::{Entry, Log, Payload};
+    /// use cutpoint::{Event, Record};
+    /// let mut log = Log::new();
+    /// log.handle(Event::Record(Record::user(100)))?;
+    /// let call = Payload::Call { name: Some("bash".into()), arguments: Some(r#"{"command":"ls"}"#.into()) };
+    /// log.open(Entry::new(Record::tool_use("toolu_1", 0), call))?;
+    /// log.handle(Event::Delta { tokens: 12 })?;
+    /// log.handle(Event::Closed)?;
+    /// assert_eq!(log.entries()[1].record.tokens(), 12);
+    /// assert_eq!(log.tracker().total_tokens(), 112);
+    /// # Ok::<(), cutpoint::EventError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Tracker::handle`](crate::Tracker::handle); a refused event leaves the log
+    /// as it was.
+    pub fn handle(&mut self, event: Event) -> Result<Handled, EventError> {
+        let pushed = match &event {
+            Event::Record(r) | Event::Opened(r) => Some(r.clone()),
+            _ => None,
+        };
+        let handled = self.tracker.handle(event)?;
+        match handled {
+            Handled::Appended(_) | Handled::Opened(_) => {
+                if let Some(record) = pushed {
+                    self.entries.push_back(Entry::from(record));
+                }
+            }
+            Handled::Grew { at, tokens } | Handled::Resized { at, tokens } => {
+                if let Some(entry) = self.entries.get_mut(at) {
+                    entry.record = resized(&entry.record, tokens);
+                }
+            }
+            _ => {}
+        }
+        Ok(handled)
+    }
+
+    /// Compactions applied to this log so far. Positions (of records, cuts, plans and
+    /// waiters such as `SharedTracker::legal_cut_ready`) taken before the last one are
+    /// stale: plan again, and drop and recreate waiters. **O(1)**.
+    pub fn compactions(&self) -> u64 {
+        self.generation
+    }
+
+    /// A plan for exactly `region`, for callers that chose it themselves (the
+    /// [trigger policy](crate::policy::TriggerPolicy::plan) does). **O(r)** expected
+    /// for a region of `r` records. An empty region gives an empty plan.
+    ///
+    /// # Errors
+    /// [`ApplyError::OutOfRange`] when the region ends past the log,
+    /// [`ApplyError::NotALegalCut`] when an end is not a legal cut (a pair would be
+    /// split), [`ApplyError::EmptyRegion`] when `start > end`.
+    pub fn plan_region(
+        &self,
+        region: Range<usize>,
+        arguments: ArgumentPolicy,
+    ) -> Result<Plan, ApplyError> {
+        let (start, end) = (region.start, region.end);
+        let len = self.tracker.len();
+        if end > len {
+            return Err(ApplyError::OutOfRange { end, len });
+        }
+        if start > end {
+            return Err(ApplyError::EmptyRegion { start, end });
+        }
+        for (at, which) in [(start, "start"), (end, "end")] {
+            if !self.tracker.is_legal_cut(at) {
+                return Err(ApplyError::NotALegalCut { at, which });
+            }
+        }
+        Ok(self.plan_between(start, end, arguments))
+    }
+
+    /// The plan for `start..end`, both legal cuts (unchecked: [`plan_region`](Log::plan_region)
+    /// checks). **O(end - start)** expected.
+    pub(crate) fn plan_between(&self, start: usize, end: usize, arguments: ArgumentPolicy) -> Plan {
+        let t = &self.tracker;
+        Plan {
+            region: start..end,
+            atoms: self.atoms(start, end),
+            region_tokens: t.tokens_before(end).unwrap_or(0) - t.tokens_before(start).unwrap_or(0),
+            len: t.len(),
+            generation: self.generation,
+            arguments,
+        }
+    }
+}
+
+/// `record` with another token count, its kind and binding kept.
+fn resized(record: &Record, tokens: u64) -> Record {
+    let r = Record::new(record.kind().clone(), tokens);
+    if record.is_bound_to_previous() {
+        r.bound_to_previous()
+    } else {
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::{Payload, ResultStatus};
+    use crate::record::RecordKind;
+    use crate::validate::{Options, validate};
+
+    fn call(id: &str) -> Entry {
+        Entry::new(
+            Record::tool_use(id, 0).bound_to_previous(),
+            Payload::Call {
+                name: Some("bash".into()),
+                arguments: Some(format!(r#"{{"command":"run {id}"}}"#)),
+            },
+        )
+    }
+
+    fn result(id: &str, tokens: u64) -> Entry {
+        Entry::new(
+            Record::tool_result(id, tokens),
+            Payload::Result {
+                status: Some(ResultStatus::Ok),
+                content: Some(format!("{id} done\nmore")),
+            },
+        )
+    }
+
+    /// A user message, then an assistant message streamed with two calls; `a` answered.
+    fn live() -> Log {
+        let mut log = Log::new();
+        log.handle(Event::Record(Record::user(100))).unwrap();
+        log.handle(Event::Opened(Record::assistant(0))).unwrap();
+        log.handle(Event::Delta { tokens: 30 }).unwrap();
+        log.handle(Event::Closed).unwrap();
+        for id in ["a", "b"] {
+            log.open(call(id)).unwrap();
+            log.handle(Event::Delta { tokens: 7 }).unwrap();
+            log.handle(Event::Closed).unwrap();
+        }
+        log.handle(Event::UsageReported { tokens: 9 }).unwrap();
+        log.handle(Event::TurnEnded).unwrap();
+        log.append(result("a", 5_000)).unwrap();
+        log
+    }
+
+    #[test]
+    fn events_keep_entries_and_tracker_in_step() {
+        let mut log = live();
+        log.assert_invariants();
+        let tokens: Vec<u64> = log.entries().iter().map(|e| e.record.tokens()).collect();
+        assert_eq!(tokens, [100, 30, 7, 9, 5_000]);
+        assert!(
+            log.entries()[3].record.is_bound_to_previous(),
+            "binding kept"
+        );
+        assert!(matches!(log.entries()[2].payload, Payload::Call { .. }));
+        // A refused event changes neither side.
+        assert!(log.handle(Event::Delta { tokens: 1 }).is_err());
+        assert_eq!(log.len(), 5);
+        log.open(Entry::from(Record::user(0))).unwrap();
+        assert!(log.handle(Event::Record(Record::user(1))).is_err());
+        assert_eq!(log.len(), 6);
+        log.handle(Event::Delta { tokens: 4 }).unwrap();
+        log.assert_invariants();
+        assert_eq!(log.entries()[5].record.tokens(), 4);
+    }
+
+    #[test]
+    fn a_chosen_region_is_checked_then_applied_in_place_mid_turn() {
+        let mut log = live();
+        // b is in flight: every cut past its call is illegal; 1 and 2 split nothing.
+        assert_eq!(
+            log.plan_region(0..4, ArgumentPolicy::Verbatim),
+            Err(ApplyError::NotALegalCut {
+                at: 4,
+                which: "end"
+            })
+        );
+        assert_eq!(
+            log.plan_region(1..9, ArgumentPolicy::Verbatim),
+            Err(ApplyError::OutOfRange { end: 9, len: 5 })
+        );
+        #[expect(clippy::reversed_empty_ranges, reason = "a reversed region is refused")]
+        let reversed = 1..0;
+        assert!(matches!(
+            log.plan_region(reversed, ArgumentPolicy::Verbatim),
+            Err(ApplyError::EmptyRegion { start: 1, end: 0 })
+        ));
+        let before = validate(log.entries(), Options::allowing_pending());
+        assert!(before.is_clean(), "{:?}", before.violations);
+        assert_eq!(log.compactions(), 0);
+        // Append the answer to b, then compact the whole first round (1..6).
+        let mut b = result("b", 40);
+        b.record = b.record.bound_to_previous();
+        log.append(b).unwrap();
+        let plan = log.plan_region(1..6, ArgumentPolicy::Verbatim).unwrap();
+        assert_eq!(
+            plan.covered().map(|c| c.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let before = validate(log.entries(), Options::strict());
+        log.apply(&plan, None, 50).unwrap();
+        log.assert_invariants();
+        assert_eq!(log.compactions(), 1);
+        let after = validate(log.entries(), Options::strict());
+        assert!(after.is_clean(), "{:?}", after.violations);
+        assert_eq!(after.structure, before.structure, "pairing structure kept");
+        let RecordKind::Summary(ids) = log.entries()[1].record.kind() else {
+            panic!("a summary at 1")
+        };
+        assert_eq!(ids.len(), 2);
+        // The old plan is stale now.
+        assert!(matches!(
+            log.apply(&plan, None, 50),
+            Err(ApplyError::StalePlan { planned: 0, now: 1 })
+        ));
+    }
+}
