@@ -4,8 +4,7 @@
 //! is kept (re-entry included), and the tracker updated in place equals one rebuilt
 //! from the compacted log and agrees with the seed's legality on every cut.
 //!
-//! Needs the `compact` and `validate` modules, so it is built only with the fuzz
-//! crate's `compaction` feature: `cargo +nightly fuzz run compaction --features compaction`.
+//! Run: `cargo +nightly fuzz run compaction` (from the repository root).
 #![no_main]
 
 use arbitrary::Arbitrary;
