@@ -17,17 +17,20 @@ pub(crate) struct Args {
     /// Do not report calls still pending in the last turn (a log read mid-turn).
     #[arg(long)]
     allow_pending: bool,
+    #[command(flatten)]
+    caps: super::guard::Caps,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let read =
-        match input::open(args.file.as_deref()).and_then(|i| input::read_entries(i, args.format)) {
-            Ok(read) => read,
-            Err(message) => return input::bad_input(&message),
-        };
+    let read = match input::open(args.file.as_deref())
+        .and_then(|i| input::read_entries(i, args.format, args.caps.limits()))
+    {
+        Ok(read) => read,
+        Err(message) => return input::bad_input(&message),
+    };
     let options = if args.allow_pending {
         Options::allowing_pending()
     } else {

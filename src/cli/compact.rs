@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, Log, Policy, Unit};
+use cutpoint::compact::{ArgumentPolicy, Direction, Policy, Unit};
 
 use super::input::{self, Format};
 
@@ -36,6 +36,8 @@ pub(crate) struct Args {
     /// Input format.
     #[arg(long, value_enum, default_value_t = Format::Records)]
     format: Format,
+    #[command(flatten)]
+    input: super::guard::InputOptions,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -57,17 +59,12 @@ fn estimate(text: Option<&str>, units: &[Unit]) -> u64 {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let read =
-        match input::open(args.file.as_deref()).and_then(|i| input::read_entries(i, args.format)) {
-            Ok(read) => read,
-            Err(message) => return input::bad_input(&message),
-        };
-    let mut log = Log::new();
-    for (i, entry) in read.entries.iter().enumerate() {
-        if let Err(e) = log.append(entry.clone()) {
-            return input::bad_input(&format!("{}:{}: {e}", read.name, read.line(i)));
-        }
-    }
+    let (name, mut log) = match input::open(args.file.as_deref())
+        .and_then(|i| input::read_log(i, args.format, &args.input))
+    {
+        Ok(read) => read,
+        Err(message) => return input::bad_input(&message),
+    };
     let mut policy = Policy::new(args.target).keep_head(args.keep_head);
     if let Some(lookback) = args.lookback {
         policy = policy.lookback(lookback);
@@ -90,7 +87,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         .unwrap_or_else(|| estimate(args.summary.as_deref(), &log.units(&plan)));
     eprintln!("cutpoint: {plan}");
     if let Err(e) = log.apply(&plan, args.summary, tokens) {
-        return input::bad_input(&format!("{}: {e}", read.name));
+        return input::bad_input(&format!("{name}: {e}"));
     }
     let mut out = BufWriter::new(io::stdout().lock());
     for entry in log.entries() {
