@@ -78,7 +78,7 @@ impl ReadError {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
 enum Kind {
     User,
@@ -86,6 +86,68 @@ enum Kind {
     ToolUse,
     ToolResult,
     Summary,
+}
+
+const KINDS: [(&str, Kind); 5] = [
+    ("user", Kind::User),
+    ("assistant", Kind::Assistant),
+    ("tool_use", Kind::ToolUse),
+    ("tool_result", Kind::ToolResult),
+    ("summary", Kind::Summary),
+];
+
+/// `kind` is read from a string only: serde's derived enum would also take
+/// `{"user":null}`, and answers a number with a bare "expected value".
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(KindVisitor)
+    }
+}
+
+struct KindVisitor;
+
+impl KindVisitor {
+    fn wrong<E: serde::de::Error>(got: impl std::fmt::Display) -> E {
+        E::custom(format_args!(
+            "kind must be one of user, assistant, tool_use, tool_result, summary, not {got}"
+        ))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KindVisitor {
+    type Value = Kind;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("kind: one of user, assistant, tool_use, tool_result, summary")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Kind, E> {
+        KINDS
+            .iter()
+            .find(|(name, _)| *name == v)
+            .map(|&(_, kind)| kind)
+            .ok_or_else(|| Self::wrong(format_args!("{v:?}")))
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Kind, E> {
+        Err(Self::wrong(v))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Kind, E> {
+        Err(Self::wrong(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Kind, E> {
+        Err(Self::wrong(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Kind, E> {
+        Err(Self::wrong(v))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Kind, E> {
+        Err(Self::wrong("null"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Kind, A::Error> {
+        Err(Self::wrong("an array"))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Kind, A::Error> {
+        Err(Self::wrong("an object"))
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy)]
@@ -120,7 +182,10 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a record: a JSON object with `kind` and `tokens`"
+)]
 struct Line<'a> {
     kind: Kind,
     #[serde(default, borrow)]
@@ -216,6 +281,13 @@ pub fn parse_line(text: &str, line: usize) -> Result<Record, ReadError> {
 /// As [`parse_line`].
 pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     let invalid = |message: String| ReadError::Invalid { line, message };
+    // serde would read a struct from an array too (`["user",null,5]`): refuse it here.
+    if text.trim_start().starts_with('[') {
+        return Err(invalid(
+            "a record is a JSON object with `kind` and `tokens`, not an array (column 1)"
+                .to_owned(),
+        ));
+    }
     let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| invalid(describe(&e)))?;
     let kind = parsed.kind;
     let only = |field: &str, present: bool, allowed: &[&str]| -> Result<(), ReadError> {
@@ -526,120 +598,5 @@ impl<R: BufRead> Iterator for Entries<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next_parsed(parse_entry)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read(text: &str) -> Vec<Result<(usize, Record), String>> {
-        Reader::new(text.as_bytes())
-            .map(|r| r.map_err(|e| e.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn reads_every_kind_and_skips_blank_lines() {
-        let got = read(
-            "{\"kind\":\"user\",\"tokens\":5}\n\n{\"kind\":\"tool_use\",\"call_id\":\"a\",\"tokens\":1}\r\n{\"kind\":\"tool_result\",\"call_id\":\"a\",\"tokens\":2}\n{\"kind\":\"assistant\",\"call_id\":null,\"tokens\":0}",
-        );
-        assert_eq!(
-            got,
-            vec![
-                Ok((1, Record::user(5))),
-                Ok((3, Record::tool_use("a", 1))),
-                Ok((4, Record::tool_result("a", 2))),
-                Ok((5, Record::assistant(0))),
-            ]
-        );
-    }
-
-    #[test]
-    fn empty_input_is_an_empty_log() {
-        assert!(read("").is_empty());
-    }
-
-    #[test]
-    fn errors_name_the_line_and_the_fault() {
-        let cases = [
-            (
-                "{\"kind\":\"tool\",\"tokens\":1}",
-                "line 2: unknown variant `tool`",
-            ),
-            (
-                "{\"kind\":\"user\",\"tokens\":-1}",
-                "line 2: invalid value: integer `-1`",
-            ),
-            (
-                "{\"kind\":\"user\",\"tokens\":18446744073709551616}",
-                "line 2: invalid type: floating point",
-            ),
-            (
-                "{\"kind\":\"tool_use\",\"tokens\":1}",
-                "line 2: tool_use record has no call_id",
-            ),
-            (
-                "{\"kind\":\"tool_result\",\"call_id\":\"\",\"tokens\":1}",
-                "line 2: tool_result record has an empty call_id",
-            ),
-            (
-                "{\"kind\":\"user\",\"call_id\":\"x\",\"tokens\":1}",
-                "line 2: user record has a call_id",
-            ),
-            ("{\"kind\":\"user\"}", "line 2: missing field `tokens`"),
-            (
-                "{\"kind\":\"user\",\"tokens\":1,\"extra\":1}",
-                "line 2: unknown field `extra`",
-            ),
-            (
-                "{\"kind\":\"user\",\"tokens\":\"1\"}",
-                "line 2: invalid type: string",
-            ),
-            ("not json", "line 2: expected"),
-        ];
-        for (bad, want) in cases {
-            let got = read(&format!(
-                "{{\"kind\":\"user\",\"tokens\":1}}\n{bad}\n{{\"kind\":\"user\",\"tokens\":1}}"
-            ));
-            assert_eq!(got.len(), 2, "reading stops at the first error: {bad}");
-            let err = got[1].as_ref().unwrap_err();
-            assert!(err.starts_with(want), "{bad}: got {err:?}, want {want:?}");
-        }
-    }
-
-    #[test]
-    fn huge_lines_and_garbage_are_errors_not_allocations() {
-        let huge = format!(
-            "{{\"kind\":\"user\",\"tokens\":1,\"pad\":\"{}\"}}",
-            "x".repeat(100)
-        );
-        let got: Vec<_> = Reader::new(huge.as_bytes()).max_line_bytes(50).collect();
-        assert!(matches!(
-            got[..],
-            [Err(ReadError::LineTooLong { line: 1, max: 50 })]
-        ));
-        let garbage: &[u8] = &[0xff, 0xfe, b'{', b'\n'];
-        let got: Vec<_> = Reader::new(garbage).collect();
-        assert!(matches!(got[..], [Err(ReadError::Invalid { line: 1, .. })]));
-        let deep = "[".repeat(100_000);
-        let got: Vec<_> = Reader::new(deep.as_bytes()).collect();
-        assert!(matches!(got[..], [Err(ReadError::Invalid { line: 1, .. })]));
-    }
-
-    #[test]
-    fn write_then_read_round_trips() {
-        let records = [
-            Record::user(3),
-            Record::tool_use("x\"y", 4),
-            Record::tool_result("x\"y", 5).bound_to_previous(),
-            Record::assistant(6),
-        ];
-        let mut out = Vec::new();
-        for r in &records {
-            write_line(&mut out, r).unwrap();
-        }
-        let back: Vec<Record> = Reader::new(&out[..]).map(|r| r.unwrap().1).collect();
-        assert_eq!(back, records);
     }
 }

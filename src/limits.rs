@@ -5,14 +5,18 @@
 //! | grows with                                  | bytes each         | capped by                        |
 //! |---------------------------------------------|--------------------|----------------------------------|
 //! | records (prefix sums, legal cuts)           | 12                 | [`Limits::max_records`]          |
-//! | answered calls (fingerprints)               | about 18           | [`Limits::max_records`]          |
+//! | answered calls (fingerprints)               | about 18           | [`Limits::max_records`] (below)  |
 //! | open calls (pending calls, early results)   | about 40 + id      | [`Limits::max_open_calls`]       |
-//! | one call id                                 | its length         | [`Limits::max_call_id_bytes`]    |
+//! | one call id (of a call, result or summary)  | its length         | [`Limits::max_call_id_bytes`]    |
 //! | one input line (readers only)               | its length         | [`Limits::max_line_bytes`]       |
 //!
+//! Summary records are checked too; see [`Limits`].
+//!
 //! With the defaults a tracker holds at most about 16.8 million records (about 12
-//! bytes each, plus about 18 per answered call, before the up-to-2x growth slack of
-//! vectors and tables: a few hundred MB at worst) and at most 65,536 open calls whose
+//! bytes each: 200 MB) and fewer than 2 x 16.8 million answered calls (about 18 bytes
+//! each: 600 MB, reached only when summaries cover as many calls as the records cap;
+//! without summaries each answered call takes two records), before the up-to-2x growth
+//! slack of vectors and tables; and at most 65,536 open calls whose
 //! ids take at most 16 MiB. A record past a cap is refused with
 //! [`AppendError::LimitExceeded`], which names the cap, its value and the position, and
 //! leaves the tracker exactly as it was.
@@ -21,7 +25,7 @@ use std::fmt;
 
 use crate::error::AppendError;
 use crate::index::MAX_RECORDS;
-use crate::record::{Record, RecordKind};
+use crate::record::{CallId, Record, RecordKind};
 use crate::tracker::Tracker;
 
 /// Configurable caps on what a [`Tracker`] (and a reader feeding it) will hold.
@@ -40,6 +44,22 @@ use crate::tracker::Tracker;
 /// assert_eq!(t.len(), 2);
 /// # Ok::<(), cutpoint::AppendError>(())
 /// ```
+///
+/// # Summary records
+///
+/// Summary records ([`RecordKind::Summary`]) meet the caps too. Each id a summary covers
+/// must fit [`Limits::max_call_id_bytes`]. A summary opens no call (its ids count as
+/// called and answered at once, and an id already open is refused), so it never
+/// counts against [`Limits::max_open_calls`]; but one summary can cover any number of
+/// calls, each remembered as an answered call. So a summary is refused
+/// ([`Limit::AnsweredCalls`]) when the answered calls would pass
+/// [`Limits::max_records`]. Every other answered call took a `tool_use` record of its
+/// own, so a tracker appended from scratch remembers fewer than `2 * max_records`
+/// answered calls: at most one per record, plus at most `max_records` covered by
+/// summaries. (A tracker compacted in place with
+/// [`replace_region`](Tracker::replace_region) keeps remembering the ids of the calls
+/// it compacted away, 16 bytes each, so that a reused id is still caught; that grows
+/// with everything the tracker ever saw, not with the log it holds now.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
@@ -104,13 +124,16 @@ pub enum Limit {
     CallIdBytes,
     /// [`Limits::max_line_bytes`].
     LineBytes,
+    /// [`Limits::max_records`], counting answered calls: a summary covering more calls
+    /// than the cap leaves room for (see [`Limits`], "Summary records").
+    AnsweredCalls,
 }
 
 impl Limit {
     /// The field of [`Limits`] that sets this cap. **O(1)**.
     pub fn field(self) -> &'static str {
         match self {
-            Limit::Records => "max_records",
+            Limit::Records | Limit::AnsweredCalls => "max_records",
             Limit::OpenCalls => "max_open_calls",
             Limit::CallIdBytes => "max_call_id_bytes",
             Limit::LineBytes => "max_line_bytes",
@@ -125,6 +148,7 @@ impl fmt::Display for Limit {
             Limit::OpenCalls => "open calls",
             Limit::CallIdBytes => "call id bytes",
             Limit::LineBytes => "line bytes",
+            Limit::AnsweredCalls => "answered calls",
         })
     }
 }
@@ -168,7 +192,8 @@ impl Tracker {
         }
         let id = match record.kind() {
             RecordKind::ToolUse(id) | RecordKind::ToolResult(id) => id,
-            _ => return Ok(()),
+            RecordKind::Summary(ids) => return self.check_summary_limits(ids),
+            RecordKind::User | RecordKind::Assistant => return Ok(()),
         };
         if id.len() > limits.max_call_id_bytes {
             return exceeded(Limit::CallIdBytes, limits.max_call_id_bytes, id.len());
@@ -190,6 +215,34 @@ impl Tracker {
             if opens {
                 return exceeded(Limit::OpenCalls, limits.max_open_calls, open + 1);
             }
+        }
+        Ok(())
+    }
+
+    /// The caps a summary covering `ids` must meet: each id within
+    /// [`Limits::max_call_id_bytes`], and the answered calls, these included, within
+    /// [`Limits::max_records`]. Covered ids never open a call, so the open-call cap
+    /// does not apply. **O(k)** for `k` ids (their lengths only; no hashing).
+    fn check_summary_limits(&self, ids: &[CallId]) -> Result<(), AppendError> {
+        let at = self.len();
+        let limits = &self.limits;
+        if let Some(long) = ids.iter().find(|id| id.len() > limits.max_call_id_bytes) {
+            return Err(AppendError::LimitExceeded {
+                at,
+                limit: Limit::CallIdBytes,
+                max: limits.max_call_id_bytes,
+                value: long.len(),
+            });
+        }
+        let max = limits.max_records.min(MAX_RECORDS);
+        let answered = self.calls.completed_len().saturating_add(ids.len());
+        if answered > max {
+            return Err(AppendError::LimitExceeded {
+                at,
+                limit: Limit::AnsweredCalls,
+                max,
+                value: answered,
+            });
         }
         Ok(())
     }

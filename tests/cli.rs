@@ -76,7 +76,7 @@ fn bad_input_names_file_and_line_and_exits_two() {
     let cases: [(&str, &str); 6] = [
         (
             "{\"kind\":\"user\",\"tokens\":1}\n{\"kind\":\"robot\",\"tokens\":1}\n",
-            "<stdin>:2: unknown variant `robot`",
+            "<stdin>:2: kind must be one of user, assistant, tool_use, tool_result, summary, not \"robot\" (column 15)",
         ),
         (
             "{\"kind\":\"user\",\"tokens\":1}\n{oops\n",

@@ -418,3 +418,53 @@ fn summaries_count_their_calls_as_answered_and_must_cover_new_ids() {
     ));
     t.assert_invariants();
 }
+
+/// Regression for the fuzz finding kept in `fuzz/seeds/compaction/regression-*`: the
+/// region holds a `tool_result` whose call never came, and a duplicate of it lies after
+/// the region. Compaction drops the first; the duplicate must take its place, so that
+/// a `tool_use` with that id arriving later is a use after its result (cuts between
+/// them revoked), exactly as in a tracker rebuilt from the compacted log. Before
+/// `EarlyResult::later` the in-place tracker forgot the id and left the call pending.
+#[test]
+fn an_early_result_compacted_away_hands_over_to_its_duplicate_after_the_region() {
+    let records = [
+        Record::user(1),
+        Record::tool_result("x", 1),
+        Record::tool_result("x", 1),
+        Record::user(1),
+        Record::tool_result("x", 1),
+    ];
+    let compacted = |summary_tokens| {
+        [
+            Record::summary([], summary_tokens),
+            Record::user(1),
+            Record::tool_result("x", 1),
+            Record::tool_use("x", 1),
+        ]
+    };
+
+    // The tracker alone, through its public in-place update.
+    let mut t = Tracker::from_records(records.clone()).unwrap();
+    t.replace_region(0, 3, 7).unwrap();
+    t.append(Record::tool_use("x", 1)).unwrap();
+    t.assert_invariants();
+    let rebuilt = Tracker::from_records(compacted(7)).unwrap();
+    assert_eq!(observe(&t), observe(&rebuilt));
+    assert!(t.pending_calls().is_empty(), "x was answered at record 2");
+    assert_eq!(t.legal_cuts().collect::<Vec<_>>(), [0, 1, 2, 4]);
+    assert_eq!(
+        rebuilt.legal_cuts().collect::<Vec<_>>(),
+        (0..=4)
+            .filter(|&c| reference::is_legal_cut(&compacted(7), c))
+            .collect::<Vec<_>>()
+    );
+
+    // The same through the log: plan, apply, then the call.
+    let mut log = Log::from_entries(records.into_iter().map(Entry::from)).unwrap();
+    let plan = log.plan(&Policy::new(4).lookback(0)).unwrap();
+    assert_eq!(plan.region, 0..3);
+    log.apply(&plan, None, 7).unwrap();
+    log.append(Entry::from(Record::tool_use("x", 1))).unwrap();
+    assert_same_as_rebuilt(&log);
+    assert!(log.tracker().pending_calls().is_empty());
+}

@@ -148,3 +148,97 @@ fn compact_defers_with_exit_three_and_refuses_bad_input_with_two() {
         text(&out.stderr)
     );
 }
+
+/// `check` takes `cut`'s caps (not `--strict`: it reports pairing violations instead of
+/// refusing them), and still reads a log whose pairing is broken.
+#[test]
+fn check_holds_its_input_to_the_caps() {
+    let wants = [
+        (
+            vec!["--max-records", "5"],
+            6,
+            "6 records would pass the cap of 5 (--max-records)",
+        ),
+        (
+            vec!["--max-call-id-bytes", "0"],
+            3,
+            "1 call id bytes would pass the cap of 0 (--max-call-id-bytes)",
+        ),
+        (
+            vec!["--max-open-calls", "0"],
+            3,
+            "1 open calls would pass the cap of 0 (--max-open-calls)",
+        ),
+        (vec!["--max-line-bytes", "40"], 3, "longer than 40 bytes"),
+    ];
+    for (flags, line, want) in wants {
+        let args: Vec<&str> = ["check", "--allow-pending"]
+            .into_iter()
+            .chain(flags.iter().copied())
+            .collect();
+        let out = cutpoint(&args, LOG.as_bytes());
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flags:?}: {}",
+            text(&out.stderr)
+        );
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with(&format!("<stdin>:{line}: ")),
+            "{flags:?}: {err}"
+        );
+        assert!(err.trim_end().ends_with(want), "{flags:?}: {err}");
+    }
+    // At the caps, a broken log is read and its violations reported: the reused id
+    // counts as a record, not as a refusal.
+    let dup = format!(
+        "{LOG}{}\n",
+        r#"{"kind":"tool_use","call_id":"a","tokens":1}"#
+    );
+    let out = cutpoint(
+        &["check", "--max-records", "7", "--max-open-calls", "1"],
+        dup.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "<stdin>:6: pending-at-end: b\n<stdin>:7: duplicate-call: a\n"
+    );
+    let out = cutpoint(&["check", "--max-records", "6"], dup.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).starts_with("<stdin>:7: 7 records would pass"));
+}
+
+/// `compact` takes `cut`'s caps and `--strict`.
+#[test]
+fn compact_holds_its_input_to_the_caps_and_strict_mode() {
+    let args = ["compact", "--target", "4100", "--keep-head", "1"];
+    let run = |extra: &[&str], input: &str| {
+        let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+        cutpoint(&all, input.as_bytes())
+    };
+    let out = run(&["--max-records", "5"], LOG);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "<stdin>:6: 6 records would pass the cap of 5 (--max-records)\n"
+    );
+    let out = run(&["--max-call-id-bytes", "0"], LOG);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("<stdin>:3: 1 call id bytes"));
+    // A second result for `a`: lenient compacts it, strict refuses it naming both lines.
+    let dup = LOG.replacen(
+        "{\"kind\":\"assistant\",\"tokens\":40}",
+        "{\"kind\":\"tool_result\",\"call_id\":\"a\",\"tokens\":5}",
+        1,
+    );
+    assert_eq!(run(&[], &dup).status.code(), Some(0));
+    let out = run(&["--strict"], &dup);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "<stdin>:5: tool_result \"a\" repeats the tool_result on line 4 (--strict)\n"
+    );
+    assert_eq!(text(&out.stdout), "");
+}

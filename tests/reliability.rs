@@ -146,6 +146,72 @@ fn open_call_cap_refuses_only_records_that_open_a_call() {
     t.assert_invariants();
 }
 
+#[test]
+fn summary_ids_meet_the_call_id_cap() {
+    let mut t = Tracker::with_limits(limits(|l| l.max_call_id_bytes = 8));
+    t.append(Record::user(1)).unwrap();
+    let err = refused(
+        &mut t,
+        Record::summary(["12345678".into(), "ééé123".into()], 5),
+    );
+    assert_eq!(
+        err,
+        AppendError::LimitExceeded {
+            at: 1,
+            limit: Limit::CallIdBytes,
+            max: 8,
+            value: 9
+        }
+    );
+    t.append(Record::summary(["12345678".into()], 5)).unwrap();
+    assert_eq!(t.completed_calls(), 1);
+}
+
+/// A summary opens no call, so the open-call cap lets it through; but each id it
+/// covers is an answered call to remember, counted against the records cap.
+#[test]
+fn summaries_count_against_the_records_cap_not_the_open_call_cap() {
+    let mut t = Tracker::with_limits(limits(|l| {
+        l.max_records = 5;
+        l.max_open_calls = 1;
+    }));
+    t.append(Record::tool_use("a", 1)).unwrap(); // one open call: at the cap
+    t.append(Record::summary(["s".into(), "t".into()], 5))
+        .unwrap();
+    t.append(Record::tool_result("a", 1)).unwrap(); // three answered calls
+    let err = refused(
+        &mut t,
+        Record::summary(["u".into(), "v".into(), "w".into()], 5),
+    );
+    assert_eq!(
+        err,
+        AppendError::LimitExceeded {
+            at: 3,
+            limit: Limit::AnsweredCalls,
+            max: 5,
+            value: 6
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "record 3: 6 answered calls would pass the cap of 5 (Limits::max_records)"
+    );
+    // Exactly at the cap is fine; an empty summary adds no call.
+    t.append(Record::summary(["u".into(), "v".into()], 5))
+        .unwrap();
+    assert_eq!(t.completed_calls(), 5);
+    t.append(Record::summary([], 5)).unwrap();
+    // Now the log itself is full.
+    assert!(matches!(
+        refused(&mut t, Record::summary([], 5)),
+        AppendError::LimitExceeded {
+            limit: Limit::Records,
+            ..
+        }
+    ));
+    t.assert_invariants();
+}
+
 /// A runaway stream of fresh calls that are never answered: memory stops growing at
 /// the cap, whatever the stream's length.
 #[test]
@@ -286,11 +352,15 @@ fn both_modes_refuse_a_reused_call_id_and_an_empty_one() {
 
 fn adversarial_record() -> impl Strategy<Value = Record> {
     let id = prop::sample::select(vec!["a", "b", "c", "d"]);
+    // Summaries cover ids of their own, or the calls' (then refused as already seen).
+    let covered = prop::sample::select(vec!["a", "s1", "s2", "s3", "s4", "s5", "s6"]);
     prop_oneof![
-        (0u64..50).prop_map(Record::user),
-        (0u64..50).prop_map(Record::assistant),
-        (id.clone(), 0u64..50).prop_map(|(i, t)| Record::tool_use(i, t)),
-        (id, 0u64..50).prop_map(|(i, t)| Record::tool_result(i, t)),
+        4 => (0u64..50).prop_map(Record::user),
+        4 => (0u64..50).prop_map(Record::assistant),
+        4 => (id.clone(), 0u64..50).prop_map(|(i, t)| Record::tool_use(i, t)),
+        4 => (id, 0u64..50).prop_map(|(i, t)| Record::tool_result(i, t)),
+        1 => (prop::collection::vec(covered, 0..4), 0u64..50)
+            .prop_map(|(ids, t)| Record::summary(ids.into_iter().map(CallId::from), t)),
     ]
 }
 
@@ -340,7 +410,8 @@ proptest! {
 }
 
 /// Open calls of a log, the naive way: uses with no result after them, plus results
-/// whose use has not come yet (first result per id).
+/// whose use has not come yet (first result per id); and the answered calls (answered
+/// by a result or a late use, or covered by a summary).
 fn open_calls(log: &[Record]) -> (Vec<String>, Vec<String>, Vec<String>) {
     let (mut pending, mut early, mut done) = (Vec::new(), Vec::<String>::new(), Vec::new());
     for r in log {
@@ -363,6 +434,7 @@ fn open_calls(log: &[Record]) -> (Vec<String>, Vec<String>, Vec<String>) {
                     early.push(id);
                 }
             }
+            RecordKind::Summary(ids) => done.extend(ids.iter().map(|i| i.to_string())),
             _ => {}
         }
     }
@@ -397,8 +469,16 @@ proptest! {
             uncapped.set_limits(Limits::unbounded());
             let free = uncapped.append(record.clone());
             let got = t.append(record.clone());
+            let covers = match record.kind() {
+                RecordKind::Summary(ids) => Some(ids.len()),
+                _ => None,
+            };
             if accepted.len() >= max_records {
                 prop_assert!(matches!(got, Err(AppendError::LimitExceeded { limit: Limit::Records, .. })), "{:?}", got);
+            } else if let Some(k) = covers.filter(|k| done.len() + k > max_records) {
+                prop_assert_eq!(got, Err(AppendError::LimitExceeded {
+                    at: accepted.len(), limit: Limit::AnsweredCalls, max: max_records, value: done.len() + k,
+                }));
             } else if opens && pending.len() + early.len() >= max_open {
                 prop_assert_eq!(got, Err(AppendError::LimitExceeded {
                     at: accepted.len(), limit: Limit::OpenCalls, max: max_open, value: max_open + 1,
@@ -411,6 +491,7 @@ proptest! {
             }
             // The cap holds at every step.
             prop_assert!(t.pending_count() + open_calls(&accepted).1.len() <= max_open);
+            prop_assert_eq!(t.completed_calls(), open_calls(&accepted).2.len());
             t.assert_invariants();
         }
     }

@@ -52,7 +52,7 @@ fn malformed_records_name_file_and_line() {
         (
             "unknown_kind",
             "{\"kind\":\"system\",\"tokens\":1}",
-            "unknown variant `system`",
+            "kind must be one of user, assistant, tool_use, tool_result, summary, not \"system\"",
         ),
         (
             "missing_tokens",
@@ -65,11 +65,16 @@ fn malformed_records_name_file_and_line() {
             "{\"kind\":\"user\",\"tokens\":\"12\"}",
             "invalid type: string",
         ),
-        // serde_json's enum parser says only "expected value"; the column points at it.
+        // Not serde_json's bare "expected value": what a kind must be, and where.
         (
             "mistyped_kind",
             "{\"kind\":7,\"tokens\":1}",
-            "expected value (column 9)",
+            "kind must be one of user, assistant, tool_use, tool_result, summary, not 7 (column 9)",
+        ),
+        (
+            "kind_as_object",
+            "{\"kind\":{\"user\":null},\"tokens\":1}",
+            "kind must be one of user, assistant, tool_use, tool_result, summary, not an object",
         ),
         (
             "float_tokens",
@@ -106,8 +111,21 @@ fn malformed_records_name_file_and_line() {
             "{\"kind\":\"tool_use\",\"call_id\":5,\"tokens\":1}",
             "invalid type: integer",
         ),
-        ("array_line", "[1,2,3]", "expected value (column 2)"),
-        ("bare_string", "\"user\"", "invalid type: string"),
+        (
+            "array_line",
+            "[1,2,3]",
+            "a record is a JSON object with `kind` and `tokens`, not an array",
+        ),
+        (
+            "record_as_array",
+            "[\"user\",null,5]",
+            "a record is a JSON object with `kind` and `tokens`, not an array",
+        ),
+        (
+            "bare_string",
+            "\"user\"",
+            "invalid type: string \"user\", expected a record: a JSON object",
+        ),
     ];
     for (name, bad, want) in cases {
         let text = format!("{OK}\n{bad}\n{OK}");
@@ -151,7 +169,15 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         deep.as_bytes(),
         &[],
         2,
-        "expected value (column 2)",
+        "a record is a JSON object with `kind` and `tokens`, not an array (column 1)",
+    );
+    let deep = format!("{OK}{{\"kind\":{}\n", "[".repeat(1_000_000));
+    rejects(
+        "deep_kind",
+        deep.as_bytes(),
+        &[],
+        2,
+        "kind must be one of user, assistant, tool_use, tool_result, summary, not an array",
     );
     let deep = format!(
         "{OK}{{\"kind\":\"tool_use\",\"tokens\":1,\"call_id\":{}\n",

@@ -4,8 +4,7 @@
 //! is kept (re-entry included), and the tracker updated in place equals one rebuilt
 //! from the compacted log and agrees with the seed's legality on every cut.
 //!
-//! Needs the `compact` and `validate` modules, so it is built only with the fuzz
-//! crate's `compaction` feature: `cargo +nightly fuzz run compaction --features compaction`.
+//! Run: `cargo +nightly fuzz run compaction` (from the repository root).
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -34,7 +33,11 @@ fn id(n: u8) -> String {
 }
 
 fn bind(record: Record, bound: bool) -> Record {
-    if bound { record.bound_to_previous() } else { record }
+    if bound {
+        record.bound_to_previous()
+    } else {
+        record
+    }
 }
 
 /// Violation kinds by the seed's condition they break (as tests/compact.rs groups them).
@@ -110,7 +113,11 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Result(i, t, b, ok) => Entry::new(
                 bind(Record::tool_result(id(i), u64::from(t)), b),
                 Payload::Result {
-                    status: Some(if ok { ResultStatus::Ok } else { ResultStatus::Error }),
+                    status: Some(if ok {
+                        ResultStatus::Ok
+                    } else {
+                        ResultStatus::Error
+                    }),
                     content: Some("first\nsecond".to_owned()),
                 },
             ),
@@ -121,7 +128,8 @@ fuzz_target!(|ops: Vec<Op>| {
                 forward,
                 summary_tokens,
             } => {
-                let mut policy = Policy::new(u64::from(target)).keep_head(usize::from(keep_head % 8));
+                let mut policy =
+                    Policy::new(u64::from(target)).keep_head(usize::from(keep_head % 8));
                 if let Some(l) = lookback {
                     policy = policy.lookback(u64::from(l));
                 }
@@ -137,13 +145,15 @@ fuzz_target!(|ops: Vec<Op>| {
                 for atom in &plan.atoms {
                     let mut mark = |at: usize| seen[at - plan.region.start] += 1;
                     match atom {
-                        Atom::Pair { use_at, result_at, .. } => {
+                        Atom::Pair {
+                            use_at, result_at, ..
+                        } => {
                             mark(*use_at);
                             mark(*result_at);
                         }
-                        Atom::Text { at } | Atom::Summary { at, .. } | Atom::DroppedResult { at, .. } => {
-                            mark(*at)
-                        }
+                        Atom::Text { at }
+                        | Atom::Summary { at, .. }
+                        | Atom::DroppedResult { at, .. } => mark(*at),
                         _ => panic!("unknown atom"),
                     }
                 }
@@ -154,10 +164,19 @@ fuzz_target!(|ops: Vec<Op>| {
                 for (i, kinds) in CONDITIONS.iter().enumerate() {
                     let count = |r: &Report| kinds.iter().map(|k| r.count(k)).sum::<usize>();
                     if count(&before) == 0 {
-                        assert_eq!(count(&after), 0, "condition {} broke: {:?}", i + 1, after.violations);
+                        assert_eq!(
+                            count(&after),
+                            0,
+                            "condition {} broke: {:?}",
+                            i + 1,
+                            after.violations
+                        );
                     }
                 }
-                assert_eq!(after.structure, before.structure, "compaction keeps every call once");
+                assert_eq!(
+                    after.structure, before.structure,
+                    "compaction keeps every call once"
+                );
                 assert_same_as_rebuilt(&log);
                 before = after;
                 continue;

@@ -19,7 +19,11 @@ fuzz_target!(|data: &[u8]| {
     let mut limits = Limits::default();
     limits.max_call_id_bytes = 32;
     limits.max_open_calls = 8;
-    let mode = if flags & 2 == 2 { Mode::Strict } else { Mode::Lenient };
+    let mode = if flags & 2 == 2 {
+        Mode::Strict
+    } else {
+        Mode::Lenient
+    };
     let mut tracker = Tracker::with_limits(limits).in_mode(mode);
     let mut records: Vec<Record> = Vec::new();
     let mut last_line = 0;

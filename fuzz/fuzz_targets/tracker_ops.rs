@@ -1,8 +1,9 @@
 //! Random operation sequences through the tracker, checked against the seed's
 //! reference after every step: the newest cut's legality on every append, the selector
 //! on every query, every cut at the end; `assert_invariants()` after each step; a
-//! refused append changes nothing. Caps and strict mode are drawn too, and snapshots
-//! are taken and restored mid-stream.
+//! refused append changes nothing. Caps and strict mode are drawn too, summaries meet
+//! the caps (covered calls count as answered calls against the records cap), and
+//! snapshots are taken and restored mid-stream.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -23,6 +24,8 @@ enum Op {
     Query(u32, u32),
     QueryAll(u16),
     Snapshot,
+    /// A summary covering these ids (255: one past the call-id cap).
+    Summary(Vec<u8>, u16),
 }
 
 #[derive(Arbitrary, Debug)]
@@ -63,7 +66,11 @@ fn observe(t: &Tracker) -> Observed {
 }
 
 fn bind(record: Record, bound: bool) -> Record {
-    if bound { record.bound_to_previous() } else { record }
+    if bound {
+        record.bound_to_previous()
+    } else {
+        record
+    }
 }
 
 fuzz_target!(|input: Input| {
@@ -93,6 +100,16 @@ fuzz_target!(|input: Input| {
                     Record::tool_result(long, 1)
                 }
             }
+            Op::Summary(ids, t) => Record::summary(
+                ids.iter().take(8).map(|&n| {
+                    if n == 255 {
+                        "x".repeat(17).into()
+                    } else {
+                        id(n).into()
+                    }
+                }),
+                u64::from(t),
+            ),
             Op::Strict(on) => {
                 tracker.set_mode(if on { Mode::Strict } else { Mode::Lenient });
                 continue;
@@ -115,7 +132,8 @@ fuzz_target!(|input: Input| {
                 continue;
             }
             Op::Snapshot => {
-                let text = serde_json::to_string(&tracker.snapshot()).expect("a snapshot serializes");
+                let text =
+                    serde_json::to_string(&tracker.snapshot()).expect("a snapshot serializes");
                 let back: cutpoint::Snapshot = serde_json::from_str(&text).expect("and reads back");
                 let restored = Tracker::restore(back).expect("a fresh snapshot restores");
                 assert_eq!(observe(&restored), observe(&tracker));
@@ -127,8 +145,20 @@ fuzz_target!(|input: Input| {
             }
         };
         let before = observe(&tracker);
+        let covers = match record.kind() {
+            cutpoint::RecordKind::Summary(ids) => Some(ids.len()),
+            _ => None,
+        };
+        let answered_cap = limits.max_records.min(cutpoint::MAX_RECORDS);
         match tracker.append(record.clone()) {
             Ok(appended) => {
+                if let Some(k) = covers {
+                    assert!(
+                        before.completed + k <= answered_cap,
+                        "a summary past the cap"
+                    );
+                    assert_eq!(tracker.completed_calls(), before.completed + k);
+                }
                 kept.push(record);
                 assert_eq!(appended.at, kept.len() - 1);
                 assert_eq!(
@@ -143,8 +173,17 @@ fuzz_target!(|input: Input| {
                 assert_eq!(observe(&tracker), before, "refused ({e}) yet changed");
                 match e {
                     AppendError::Violation(v) => assert_eq!(tracker.mode(), Mode::Strict, "{v}"),
+                    AppendError::LimitExceeded {
+                        limit: cutpoint::Limit::AnsweredCalls,
+                        value,
+                        ..
+                    } => {
+                        assert_eq!(Some(value - before.completed), covers);
+                        assert!(value > answered_cap);
+                    }
                     AppendError::LimitExceeded { .. }
                     | AppendError::DuplicateCall { .. }
+                    | AppendError::CoveredIdSeen { .. }
                     | AppendError::TokenOverflow { .. } => {}
                     other => panic!("unexpected refusal: {other}"),
                 }

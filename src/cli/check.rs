@@ -23,8 +23,12 @@ pub(crate) struct RecordsReport {
 }
 
 /// Reads and validates a records log. Errors read `FILE:LINE: what is wrong`.
-pub(crate) fn check_records(input: Input, allow_pending: bool) -> Result<RecordsReport, String> {
-    let read = input::read_entries(input, Format::Records)?;
+pub(crate) fn check_records(
+    input: Input,
+    allow_pending: bool,
+    limits: cutpoint::Limits,
+) -> Result<RecordsReport, String> {
+    let read = input::read_entries(input, Format::Records, limits)?;
     let options = if allow_pending {
         Options::allowing_pending()
     } else {

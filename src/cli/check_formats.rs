@@ -24,6 +24,8 @@ pub(crate) struct Args {
     /// One JSON document on stdout instead of lines.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    caps: super::guard::Caps,
     /// The logs to check; `-` or none reads stdin.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -56,7 +58,13 @@ pub(crate) enum Checked {
 /// Checks one file (`-` for stdin): reads it as `format` (detected for `auto`) and
 /// validates it: records JSONL against the five conditions of safe compaction, the
 /// provider formats against their provider's rules.
-pub(crate) fn check_file(path: &Path, format: FormatArg, allow_pending: bool) -> Checked {
+/// Records logs are read under `limits` (the provider formats are parsed whole).
+pub(crate) fn check_file(
+    path: &Path,
+    format: FormatArg,
+    allow_pending: bool,
+    limits: cutpoint::Limits,
+) -> Checked {
     let loaded = match formats::load_bytes(Some(path)) {
         Ok(l) => l,
         Err(e) => return Checked::Unreadable(e),
@@ -70,7 +78,7 @@ pub(crate) fn check_file(path: &Path, format: FormatArg, allow_pending: bool) ->
             name: loaded.name,
             reader: Box::new(io::Cursor::new(loaded.bytes)),
         };
-        return match check::check_records(input, allow_pending) {
+        return match check::check_records(input, allow_pending, limits) {
             Err(e) => Checked::Unreadable(e),
             Ok(report) => Checked::Read {
                 format: resolved,
@@ -149,7 +157,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             true => "<stdin>".to_owned(),
             false => path.display().to_string(),
         };
-        match check_file(path, args.format, args.allow_pending) {
+        match check_file(path, args.format, args.allow_pending, args.caps.limits()) {
             Checked::Unreadable(message) => {
                 unreadable = true;
                 eprintln!("{message}");

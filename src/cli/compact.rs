@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, Log, Policy, Unit};
+use cutpoint::compact::{ArgumentPolicy, Direction, Policy, Unit};
 
 use super::formats::{self, FormatArg};
 use super::input::{self, Format};
@@ -41,6 +41,8 @@ pub(crate) struct Args {
     /// messages) verbatim, one summary message, the retained messages byte-identical.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     format: FormatArg,
+    #[command(flatten)]
+    input: super::guard::InputOptions,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -87,16 +89,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
         },
         Err(e) => Err(e),
     };
-    let read = match opened.and_then(|i| input::read_entries(i, Format::Records)) {
-        Ok(read) => read,
-        Err(message) => return input::bad_input(&message),
-    };
-    let mut log = Log::new();
-    for (i, entry) in read.entries.iter().enumerate() {
-        if let Err(e) = log.append(entry.clone()) {
-            return input::bad_input(&format!("{}:{}: {e}", read.name, read.line(i)));
-        }
-    }
+    let (name, mut log) =
+        match opened.and_then(|i| input::read_log(i, Format::Records, &args.input)) {
+            Ok(read) => read,
+            Err(message) => return input::bad_input(&message),
+        };
     let mut policy = Policy::new(args.target).keep_head(args.keep_head);
     if let Some(lookback) = args.lookback {
         policy = policy.lookback(lookback);
@@ -119,7 +116,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         .unwrap_or_else(|| estimate(args.summary.as_deref(), &log.units(&plan)));
     eprintln!("cutpoint: {plan}");
     if let Err(e) = log.apply(&plan, args.summary, tokens) {
-        return input::bad_input(&format!("{}: {e}", read.name));
+        return input::bad_input(&format!("{name}: {e}"));
     }
     let mut out = BufWriter::new(io::stdout().lock());
     for entry in log.entries() {

@@ -4,16 +4,39 @@
 
 use std::collections::HashMap;
 
-use cutpoint::{AppendError, CallId, Limits, Mode, Record, RecordKind, StrictViolation};
+use cutpoint::{AppendError, CallId, Limits, Mode, Record, RecordKind, StrictViolation, Tracker};
 
-/// Input caps and strictness, shared by every subcommand that reads a log.
+/// Input caps and strictness, for the subcommands that feed a tracker (`cut`,
+/// `compact`).
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct InputOptions {
     /// Refuse records that break pairing (orphan or duplicate results, a call after its
     /// result) instead of accepting them as the seed does.
     #[arg(long)]
     strict: bool,
-    /// Most records a log may hold.
+    #[command(flatten)]
+    caps: Caps,
+}
+
+impl InputOptions {
+    pub(crate) fn limits(&self) -> Limits {
+        self.caps.limits()
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        if self.strict {
+            Mode::Strict
+        } else {
+            Mode::Lenient
+        }
+    }
+}
+
+/// Input caps, shared by every subcommand that reads a log (`check` takes these
+/// without `--strict`: it reports pairing violations rather than refusing them).
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct Caps {
+    /// Most records a log may hold (summaries: also most calls answered).
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_RECORDS)]
     max_records: usize,
     /// Most calls open at once (calls awaiting a result plus results awaiting a call).
@@ -27,7 +50,7 @@ pub(crate) struct InputOptions {
     max_line_bytes: usize,
 }
 
-impl InputOptions {
+impl Caps {
     pub(crate) fn limits(&self) -> Limits {
         let mut limits = Limits::default();
         limits.max_records = self.max_records;
@@ -36,12 +59,31 @@ impl InputOptions {
         limits.max_line_bytes = self.max_line_bytes;
         limits
     }
+}
 
-    pub(crate) fn mode(&self) -> Mode {
-        if self.strict {
-            Mode::Strict
-        } else {
-            Mode::Lenient
+/// Holds a log that is read without judging its pairing (`check`) to the caps: a
+/// lenient tracker fed every record, which stands in a plain record for one it refuses
+/// for pairing, so that records, open calls and ids count as in `cut`. **O(1)**
+/// amortized per record, plus the id's hashing.
+pub(crate) struct CapGauge {
+    tracker: Tracker,
+}
+
+impl CapGauge {
+    pub(crate) fn new(limits: Limits) -> Self {
+        CapGauge {
+            tracker: Tracker::with_limits(limits),
+        }
+    }
+
+    /// Counts `record`; the cap it would pass, if any.
+    pub(crate) fn admit(&mut self, record: &Record) -> Result<(), AppendError> {
+        match self.tracker.append(record.clone()) {
+            Ok(_) => Ok(()),
+            Err(e @ AppendError::LimitExceeded { .. }) => Err(e),
+            // A pairing refusal (a reused or empty id, a summary covering a seen id, a
+            // token overflow): the caps held, so a plain record takes its place.
+            Err(_) => self.tracker.append(Record::user(0)).map(drop),
         }
     }
 }
@@ -103,13 +145,20 @@ impl CallLines {
             AppendError::Violation(StrictViolation::OrphanResult { call_id, .. }) => format!(
                 "tool_result {call_id:?} has no tool_use before it (orphan result; --strict)"
             ),
-            AppendError::LimitExceeded {
-                limit, max, value, ..
-            } => format!(
-                "{value} {limit} would pass the cap of {max} (--{})",
-                limit.field().replace('_', "-")
-            ),
-            other => other.to_string(),
+            other => cap_message(other),
         }
+    }
+}
+
+/// The message for a refused append that names no line: a passed cap names its flag.
+pub(crate) fn cap_message(error: &AppendError) -> String {
+    match error {
+        AppendError::LimitExceeded {
+            limit, max, value, ..
+        } => format!(
+            "{value} {limit} would pass the cap of {max} (--{})",
+            limit.field().replace('_', "-")
+        ),
+        other => other.to_string(),
     }
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use cutpoint::Tracker;
-use cutpoint::compact::Entry;
+use cutpoint::compact::{Entry, Log};
 use cutpoint::jsonl::Reader;
+use cutpoint::{Limits, Tracker};
 
-use super::guard::{CallLines, InputOptions};
+use super::guard::{CallLines, CapGauge, InputOptions, cap_message};
 
 /// Input formats the CLI reads.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -62,8 +62,6 @@ pub(crate) fn read_tracker(input: Input, options: &InputOptions) -> Result<Track
 
 /// A log read with its payloads, and the input line of each entry.
 pub(crate) struct Read {
-    /// The name to print in messages (the path, or `<stdin>`).
-    pub(crate) name: String,
     /// The entries, in log order.
     pub(crate) entries: Vec<Entry>,
     /// `lines[i]` is the 1-based input line of `entries[i]`.
@@ -81,26 +79,56 @@ impl Read {
 }
 
 /// Reads a whole log with its payloads, in `format`, without judging its pairing
-/// (a broken log is still read). The one place that knows the input formats: a new
-/// format is a new arm here. Errors read `FILE:LINE: what is wrong`.
-pub(crate) fn read_entries(input: Input, format: Format) -> Result<Read, String> {
+/// (a broken log is still read), but held to `limits` as `cut` is (see
+/// [`CapGauge`]). The one place that knows the input formats: a new format is a new
+/// arm here. Errors read `FILE:LINE: what is wrong`.
+pub(crate) fn read_entries(input: Input, format: Format, limits: Limits) -> Result<Read, String> {
     let Input { name, reader } = input;
     let mut entries = Vec::new();
     let mut lines = Vec::new();
+    let mut gauge = CapGauge::new(limits);
     match format {
         Format::Records => {
-            for item in Reader::new(reader).entries() {
+            let reader = Reader::new(reader).max_line_bytes(limits.max_line_bytes);
+            for item in reader.entries() {
                 let (line, entry) = item.map_err(|e| located(&name, &e))?;
+                gauge
+                    .admit(&entry.record)
+                    .map_err(|e| format!("{name}:{line}: {}", cap_message(&e)))?;
                 entries.push(entry);
                 lines.push(line);
             }
         }
     }
-    Ok(Read {
-        name,
-        entries,
-        lines,
-    })
+    Ok(Read { entries, lines })
+}
+
+/// Reads a whole log with its payloads into a [`Log`] under the caps and mode of
+/// `options`, for compacting it. Returns the name to print in messages and the log.
+/// Errors read `FILE:LINE: what is wrong`; a repeated call id names the earlier line.
+pub(crate) fn read_log(
+    input: Input,
+    format: Format,
+    options: &InputOptions,
+) -> Result<(String, Log), String> {
+    let Input { name, reader } = input;
+    let limits = options.limits();
+    let mut log = Log::with_limits(limits, options.mode());
+    let mut lines = CallLines::default();
+    match format {
+        Format::Records => {
+            let reader = Reader::new(reader).max_line_bytes(limits.max_line_bytes);
+            for item in reader.entries() {
+                let (line, entry) = item.map_err(|e| located(&name, &e))?;
+                let record = entry.record.clone();
+                match log.append(entry) {
+                    Ok(_) => lines.accepted(&record, line),
+                    Err(e) => return Err(format!("{name}:{line}: {}", lines.explain(&e))),
+                }
+            }
+        }
+    }
+    Ok((name, log))
 }
 
 /// `FILE:LINE: what is wrong` for a records read error.

@@ -184,6 +184,15 @@ impl Log {
         Log::default()
     }
 
+    /// An empty log whose tracker refuses what passes `limits` and follows `mode`
+    /// (see [`Tracker::with_limits`], [`Tracker::in_mode`]). **O(1)**.
+    pub fn with_limits(limits: crate::Limits, mode: crate::Mode) -> Self {
+        Log {
+            tracker: Tracker::with_limits(limits).in_mode(mode),
+            ..Log::default()
+        }
+    }
+
     /// A log holding `entries`, appended in order. **O(n)**.
     ///
     /// # Errors
