@@ -1,0 +1,262 @@
+//! Searching the index's `VecDeque`s: binary search on the deque's two slices, a
+//! gallop back from a known end, and a lazily built sampled **top level** that makes a
+//! search over a long index cost about two cache misses instead of about ten.
+//!
+//! # Why a top level, and why it is built lazily
+//!
+//! At 10^7 records the prefix sums are 80 MB: a plain binary search makes about 23
+//! dependent probes and the last ten or so miss every cache (and often the TLB).
+//! [`Top`] keeps every [`STRIDE`]-th stored element (1/64 of the index: 1.25 MB of sums
+//! at 10^7, which stays in L2/L3); a search bisects the samples, then one block of 64
+//! consecutive elements (eight cache lines) of the index itself. Measured in
+//! `cargo bench --bench query` (numbers in the README): the tracker's query at 10^7
+//! went from tens of microseconds to about one; below [`SMALL`] elements the index is
+//! cached anyway and the samples are neither built nor read.
+//!
+//! Appends keep a built top level exact in **O(1)** (one element in 64 is copied),
+//! revocations (pops) truncate it in **O(1)**. A compaction splices a region out of the
+//! middle of the deque, which shifts the index of every element after it by the
+//! region's length: every sample after the region would need re-sampling, **O(n/64)**,
+//! and the splice itself is only allowed **O(removed + shorter side)**. So a compaction
+//! *drops* the top level in **O(1)** (freeing it) and the first search above [`SMALL`]
+//! elements after it rebuilds it: one strided pass, **O(n / 64)** reads (about 156,000
+//! at 10^7, a few milliseconds). That cost lands on the first query after a
+//! compaction, not on the compaction, and is paid at most once per compaction; an
+//! agent compacts when the context fills, far less often than it queries. The
+//! alternative (keeping samples by position through a splice) costs the same
+//! **O(n / 64)** on every compaction, queried or not.
+//!
+//! The lazily built level lives in a [`OnceLock`], so a `&Tracker` query can build it
+//! and the tracker stays `Send + Sync` (the async adapter shares it across threads).
+
+use std::collections::VecDeque;
+use std::sync::OnceLock;
+
+/// Every `STRIDE`-th element of the index is sampled into the top level. 64 `u64`s are
+/// eight cache lines, the block a search reads of the index itself; the same factor
+/// `search::SampledIndex` measured best (`benches/search.rs`).
+pub(crate) const STRIDE: usize = 64;
+
+/// Up to this many elements (256 KiB of `u64`) the index stays in the L2 cache and a
+/// plain binary search wins; the top level is not built.
+pub(crate) const SMALL: usize = 1 << 15;
+
+/// The sampled top level of one index: `samples[k]` is the stored element at `k *
+/// STRIDE`, for every such index, when built. Unbuilt until a search needs it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Top<T> {
+    samples: OnceLock<Vec<T>>,
+}
+
+impl<T: Copy> Top<T> {
+    /// The element at index `len - 1` of `dq` was just pushed (or rewritten, when it
+    /// is the last): keep a built top level exact. **O(1)** amortized.
+    pub(crate) fn pushed(&mut self, dq: &VecDeque<T>) {
+        if let (Some(samples), Some(i)) = (self.samples.get_mut(), dq.len().checked_sub(1)) {
+            if i % STRIDE == 0 {
+                if let Some(&value) = dq.back() {
+                    if samples.len() * STRIDE == i {
+                        samples.push(value);
+                    } else if let Some(last) = samples.last_mut() {
+                        // Rewritten in place (an open record changed size).
+                        *last = value;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `dq` lost elements at its back. **O(1)** amortized.
+    pub(crate) fn truncated(&mut self, dq: &VecDeque<T>) {
+        if let Some(samples) = self.samples.get_mut() {
+            samples.truncate(dq.len().div_ceil(STRIDE));
+        }
+    }
+
+    /// `dq` was spliced: drop the level; the next search above [`SMALL`] rebuilds it
+    /// (see the module docs for why). **O(1)** plus freeing it.
+    pub(crate) fn invalidate(&mut self) {
+        self.samples = OnceLock::new();
+    }
+
+    /// Heap bytes held. **O(1)**.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.samples
+            .get()
+            .map_or(0, |s| s.capacity() * std::mem::size_of::<T>())
+    }
+
+    /// The samples of `dq`, built now if they are not. **O(1)**, or **O(n / STRIDE)**
+    /// the first time after a splice.
+    fn samples(&self, dq: &VecDeque<T>) -> &[T] {
+        self.samples.get_or_init(|| {
+            let (a, b) = dq.as_slices();
+            let mut samples = Vec::with_capacity(dq.len().div_ceil(STRIDE));
+            samples.extend(a.iter().step_by(STRIDE).copied());
+            // The first index of `b` (overall index `a.len() + j`) that is a multiple.
+            let skip = (STRIDE - a.len() % STRIDE) % STRIDE;
+            samples.extend(b.iter().skip(skip).step_by(STRIDE).copied());
+            samples
+        })
+    }
+
+    /// Panics unless a built top level samples `dq` exactly. **O(n / STRIDE)**.
+    pub(crate) fn assert_invariants(&self, dq: &VecDeque<T>)
+    where
+        T: PartialEq + std::fmt::Debug,
+    {
+        if let Some(samples) = self.samples.get() {
+            assert_eq!(
+                samples.len(),
+                dq.len().div_ceil(STRIDE),
+                "one sample per {STRIDE} elements"
+            );
+            for (k, s) in samples.iter().enumerate() {
+                assert_eq!(*s, dq[k * STRIDE], "sample {k} is element {}", k * STRIDE);
+            }
+        }
+    }
+}
+
+/// The first index of `dq` at which `pred` turns false (`pred` true on a prefix, false
+/// after it); `len` if never. Through the top level above `small` elements.
+/// **O(log n)**: about two cache misses above [`SMALL`] (module docs).
+pub(crate) fn partition_point<T: Copy>(
+    dq: &VecDeque<T>,
+    top: &Top<T>,
+    small: usize,
+    pred: impl Fn(T) -> bool,
+) -> usize {
+    let len = dq.len();
+    if len <= small {
+        return range_partition_point(dq, 0, len, &pred);
+    }
+    let samples = top.samples(dq);
+    let c = samples.partition_point(|&x| pred(x));
+    if c == 0 {
+        return 0;
+    }
+    // `pred` holds at `(c - 1) * STRIDE` and fails at `c * STRIDE` (if inside).
+    let lo = (c - 1) * STRIDE + 1;
+    let hi = (c * STRIDE).min(len);
+    range_partition_point(dq, lo, hi, &pred)
+}
+
+/// The first index in `lo..hi` at which `pred` turns false, `hi` if never; `pred` is
+/// known to hold before `lo`. `slice::partition_point` on the deque's two slices (so no
+/// per-probe index wrapping). **O(log(hi - lo))**.
+pub(crate) fn range_partition_point<T: Copy>(
+    dq: &VecDeque<T>,
+    lo: usize,
+    hi: usize,
+    pred: &impl Fn(T) -> bool,
+) -> usize {
+    debug_assert!(lo <= hi && hi <= dq.len());
+    let (a, b) = dq.as_slices();
+    let split = a.len();
+    if hi <= split {
+        lo + a[lo..hi].partition_point(|&x| pred(x))
+    } else if lo >= split {
+        lo + b[lo - split..hi - split].partition_point(|&x| pred(x))
+    } else if a.last().is_some_and(|&x| pred(x)) {
+        split + b[..hi - split].partition_point(|&x| pred(x))
+    } else {
+        lo + a[lo..].partition_point(|&x| pred(x))
+    }
+}
+
+/// [`range_partition_point`] over `0..hi` for an answer expected near `hi`: gallops
+/// back from `hi` (steps 1, 2, 4, ...) then bisects. **O(log(hi - answer))**, so a
+/// lookback floor a few records behind its target costs a few probes of cache lines
+/// the target's search already read.
+pub(crate) fn partition_point_from_end<T: Copy>(
+    dq: &VecDeque<T>,
+    hi: usize,
+    pred: impl Fn(T) -> bool,
+) -> usize {
+    // Invariant: `pred` fails at every index in `upper..hi`.
+    let mut upper = hi;
+    let mut step = 1;
+    while upper > 0 {
+        let probe = upper.saturating_sub(step);
+        if pred(dq[probe]) {
+            return range_partition_point(dq, probe + 1, upper, &pred);
+        }
+        upper = probe;
+        step *= 2;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A deque holding `values` whose storage wraps (its head is mid-buffer), so both
+    /// slices are exercised.
+    fn wrapped(values: &[u64], front: usize) -> VecDeque<u64> {
+        let front = front.min(values.len());
+        let mut dq: VecDeque<u64> = VecDeque::with_capacity(values.len() + 1);
+        dq.extend(&values[front..]);
+        for &v in values[..front].iter().rev() {
+            dq.push_front(v);
+        }
+        dq
+    }
+
+    proptest! {
+        #[test]
+        fn searches_agree_with_a_linear_scan(
+            steps in proptest::collection::vec(0u64..4, 0..700),
+            front in 0usize..700,
+            cut in 0usize..700,
+            target in 0u64..1500,
+        ) {
+            let values: Vec<u64> = steps.iter().scan(0, |s, &d| { *s += d; Some(*s) }).collect();
+            let mut dq = wrapped(&values, front);
+            let mut top = Top::default();
+            let want = values.iter().take_while(|&&v| v < target).count();
+            for small in [0, usize::MAX] {
+                prop_assert_eq!(partition_point(&dq, &top, small, |v| v < target), want);
+            }
+            prop_assert_eq!(partition_point_from_end(&dq, dq.len(), |v| v < target), want);
+            let hi = cut.min(values.len());
+            let want_hi = values[..hi].iter().take_while(|&&v| v < target).count();
+            prop_assert_eq!(partition_point_from_end(&dq, hi, |v| v < target), want_hi);
+            top.assert_invariants(&dq);
+
+            // A built level follows pushes and pops exactly.
+            let last = values.last().copied().unwrap_or(0);
+            for extra in 0..130 {
+                dq.push_back(last + extra);
+                top.pushed(&dq);
+                top.assert_invariants(&dq);
+            }
+            let keep = cut.min(dq.len());
+            dq.truncate(keep);
+            top.truncated(&dq);
+            top.assert_invariants(&dq);
+            let want = dq.iter().take_while(|&&v| v < target).count();
+            prop_assert_eq!(partition_point(&dq, &top, 0, |v| v < target), want);
+            top.invalidate();
+            prop_assert_eq!(top.heap_bytes(), 0);
+            prop_assert_eq!(partition_point(&dq, &top, 0, |v| v < target), want);
+            top.assert_invariants(&dq);
+        }
+    }
+
+    #[test]
+    fn a_rewritten_last_sample_follows() {
+        let mut dq: VecDeque<u64> = (0..65).collect();
+        let mut top = Top::default();
+        assert_eq!(partition_point(&dq, &top, 0, |v| v < 64), 64);
+        if let Some(last) = dq.back_mut() {
+            *last = 1000;
+        }
+        top.pushed(&dq);
+        top.assert_invariants(&dq);
+        assert_eq!(partition_point(&dq, &top, 0, |v| v < 1000), 64);
+        assert_eq!(partition_point(&dq, &top, 0, |v| v < 1001), 65);
+    }
+}
