@@ -1,6 +1,6 @@
 //! The two position indexes behind the tracker: prefix token sums and the sorted list of
-//! legal cuts. Appending is **O(1)** amortized and every query is a binary search,
-//! **O(log n)**.
+//! legal cuts. Appending is **O(1)** amortized and every query is a search of
+//! **O(log n)** steps (see below for the layout that keeps it to a few cache misses).
 //!
 //! Both live in a `VecDeque` with one *shift* applied to every stored value, so that a
 //! compacted region (records `start..end` replaced by one summary record, see

@@ -7,11 +7,13 @@
 //! At 10^7 records the prefix sums are 80 MB: a plain binary search makes about 23
 //! dependent probes and the last ten or so miss every cache (and often the TLB).
 //! [`Top`] keeps every [`STRIDE`]-th stored element (1/64 of the index: 1.25 MB of sums
-//! at 10^7, which stays in L2/L3); a search bisects the samples, then one block of 64
-//! consecutive elements (eight cache lines) of the index itself. Measured in
-//! `cargo bench --bench query` (numbers in the README): the tracker's query at 10^7
-//! went from tens of microseconds to about one; below [`SMALL`] elements the index is
-//! cached anyway and the samples are neither built nor read.
+//! at 10^7, which stays in L2/L3) and every 64th of those (20 KB, in L1/L2). A search
+//! bisects the small upper level, then *counts* within one block of 64 samples and one
+//! block of 64 consecutive elements (eight cache lines) of the index itself: counting
+//! issues the block's eight loads independently, so they overlap, where a bisection
+//! of the block waits for three or four misses in turn. Measured in `cargo bench
+//! --bench query` (numbers in the README). Below [`SMALL`] elements the index is
+//! cached anyway and the levels are neither built nor read.
 //!
 //! Appends keep a built top level exact in **O(1)** (one element in 64 is copied),
 //! revocations (pops) truncate it in **O(1)**. A compaction splices a region out of the
@@ -41,26 +43,49 @@ pub(crate) const STRIDE: usize = 64;
 /// plain binary search wins; the top level is not built.
 pub(crate) const SMALL: usize = 1 << 15;
 
-/// The sampled top level of one index: `samples[k]` is the stored element at `k *
-/// STRIDE`, for every such index, when built. Unbuilt until a search needs it.
+/// The sampled top level of one index, when built: `samples[k]` is the stored element
+/// at `k * STRIDE`, for every such index, and `upper[j]` is `samples[j * STRIDE]` (2,442
+/// elements at 10^7 records, 20 KB: it stays in L1/L2). Unbuilt until a search needs it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Top<T> {
-    samples: OnceLock<Vec<T>>,
+    levels: OnceLock<Levels<T>>,
+}
+
+#[derive(Clone, Debug)]
+struct Levels<T> {
+    samples: Vec<T>,
+    upper: Vec<T>,
+}
+
+impl<T: Copy> Levels<T> {
+    /// `samples` just got its last element (pushed or rewritten): follow it.
+    fn sample_changed(&mut self) {
+        let k = self.samples.len() - 1;
+        if k % STRIDE == 0 {
+            let value = self.samples[k];
+            if self.upper.len() * STRIDE == k {
+                self.upper.push(value);
+            } else if let Some(last) = self.upper.last_mut() {
+                *last = value;
+            }
+        }
+    }
 }
 
 impl<T: Copy> Top<T> {
     /// The element at index `len - 1` of `dq` was just pushed (or rewritten, when it
     /// is the last): keep a built top level exact. **O(1)** amortized.
     pub(crate) fn pushed(&mut self, dq: &VecDeque<T>) {
-        if let (Some(samples), Some(i)) = (self.samples.get_mut(), dq.len().checked_sub(1)) {
+        if let (Some(levels), Some(i)) = (self.levels.get_mut(), dq.len().checked_sub(1)) {
             if i % STRIDE == 0 {
                 if let Some(&value) = dq.back() {
-                    if samples.len() * STRIDE == i {
-                        samples.push(value);
-                    } else if let Some(last) = samples.last_mut() {
+                    if levels.samples.len() * STRIDE == i {
+                        levels.samples.push(value);
+                    } else if let Some(last) = levels.samples.last_mut() {
                         // Rewritten in place (an open record changed size).
                         *last = value;
                     }
+                    levels.sample_changed();
                 }
             }
         }
@@ -68,35 +93,37 @@ impl<T: Copy> Top<T> {
 
     /// `dq` lost elements at its back. **O(1)** amortized.
     pub(crate) fn truncated(&mut self, dq: &VecDeque<T>) {
-        if let Some(samples) = self.samples.get_mut() {
-            samples.truncate(dq.len().div_ceil(STRIDE));
+        if let Some(levels) = self.levels.get_mut() {
+            levels.samples.truncate(dq.len().div_ceil(STRIDE));
+            levels.upper.truncate(levels.samples.len().div_ceil(STRIDE));
         }
     }
 
     /// `dq` was spliced: drop the level; the next search above [`SMALL`] rebuilds it
     /// (see the module docs for why). **O(1)** plus freeing it.
     pub(crate) fn invalidate(&mut self) {
-        self.samples = OnceLock::new();
+        self.levels = OnceLock::new();
     }
 
     /// Heap bytes held. **O(1)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.samples
-            .get()
-            .map_or(0, |s| s.capacity() * std::mem::size_of::<T>())
+        self.levels.get().map_or(0, |l| {
+            (l.samples.capacity() + l.upper.capacity()) * std::mem::size_of::<T>()
+        })
     }
 
     /// The samples of `dq`, built now if they are not. **O(1)**, or **O(n / STRIDE)**
     /// the first time after a splice.
-    fn samples(&self, dq: &VecDeque<T>) -> &[T] {
-        self.samples.get_or_init(|| {
+    fn levels(&self, dq: &VecDeque<T>) -> &Levels<T> {
+        self.levels.get_or_init(|| {
             let (a, b) = dq.as_slices();
             let mut samples = Vec::with_capacity(dq.len().div_ceil(STRIDE));
             samples.extend(a.iter().step_by(STRIDE).copied());
             // The first index of `b` (overall index `a.len() + j`) that is a multiple.
             let skip = (STRIDE - a.len() % STRIDE) % STRIDE;
             samples.extend(b.iter().skip(skip).step_by(STRIDE).copied());
-            samples
+            let upper = samples.iter().step_by(STRIDE).copied().collect();
+            Levels { samples, upper }
         })
     }
 
@@ -105,7 +132,15 @@ impl<T: Copy> Top<T> {
     where
         T: PartialEq + std::fmt::Debug,
     {
-        if let Some(samples) = self.samples.get() {
+        if let Some(Levels { samples, upper }) = self.levels.get() {
+            assert_eq!(
+                upper.len(),
+                samples.len().div_ceil(STRIDE),
+                "one upper sample per {STRIDE} samples"
+            );
+            for (j, u) in upper.iter().enumerate() {
+                assert_eq!(*u, samples[j * STRIDE], "upper sample {j}");
+            }
             assert_eq!(
                 samples.len(),
                 dq.len().div_ceil(STRIDE),
@@ -131,15 +166,37 @@ pub(crate) fn partition_point<T: Copy>(
     if len <= small {
         return range_partition_point(dq, 0, len, &pred);
     }
-    let samples = top.samples(dq);
-    let c = samples.partition_point(|&x| pred(x));
-    if c == 0 {
+    let Levels { samples, upper } = top.levels(dq);
+    // A bisection of the small upper level, then one block of 64 samples and one
+    // block of 64 elements, each *counted* rather than bisected: `pred` holds on a
+    // prefix, so the count is the partition point, and counting reads the block's
+    // eight cache lines independently (the loads overlap) where a bisection waits for
+    // three or four of them in turn. Measured in `benches/query.rs` (README).
+    let u = upper.partition_point(|&x| pred(x));
+    if u == 0 {
         return 0;
     }
-    // `pred` holds at `(c - 1) * STRIDE` and fails at `c * STRIDE` (if inside).
+    // `pred` holds at sample `(u - 1) * STRIDE` and fails at `u * STRIDE` (if inside).
+    let lo = (u - 1) * STRIDE + 1;
+    let hi = (u * STRIDE).min(samples.len());
+    let c = lo + count(&samples[lo..hi], &pred);
+    // Likewise for the elements `(c - 1) * STRIDE ..= c * STRIDE`.
     let lo = (c - 1) * STRIDE + 1;
     let hi = (c * STRIDE).min(len);
-    range_partition_point(dq, lo, hi, &pred)
+    let (a, b) = dq.as_slices();
+    let split = a.len();
+    lo + if hi <= split {
+        count(&a[lo..hi], &pred)
+    } else if lo >= split {
+        count(&b[lo - split..hi - split], &pred)
+    } else {
+        count(&a[lo..], &pred) + count(&b[..hi - split], &pred)
+    }
+}
+
+/// How many elements of `block` satisfy `pred`, branch-free. **O(len)**.
+fn count<T: Copy>(block: &[T], pred: &impl Fn(T) -> bool) -> usize {
+    block.iter().map(|&x| usize::from(pred(x))).sum()
 }
 
 /// The first index in `lo..hi` at which `pred` turns false, `hi` if never; `pred` is

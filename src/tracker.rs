@@ -398,7 +398,10 @@ impl Tracker {
     }
 
     /// Finds where to cut so that about `target_tokens` are compacted: the seed's
-    /// `select_legal_cut`, without its rescans. **O(log n)** (three binary searches),
+    /// `select_legal_cut`, without its rescans. **O(log n)** (two searches of the index, each
+    /// through its sampled top level above 2^15 entries, and a gallop back for the
+    /// floor; the first query after a compaction also rebuilds that level, **O(n / 64)**,
+    /// see `index_top`),
     /// plus **O(k log k)** over the `k` pending calls when it defers.
     ///
     /// The procedure, exactly as the seed's:
