@@ -44,19 +44,27 @@ fn append(c: &mut Criterion) {
         });
         drop(realistic);
         group.bench_function(format!("no_ids/{n}"), |b| {
-            b.iter_with_large_drop(|| {
-                let mut t = Tracker::new();
-                for i in 0..n as u64 {
-                    let r = if i % 2 == 0 {
-                        Record::user(i % 500)
-                    } else {
-                        Record::assistant(i % 700)
-                    };
-                    t.append(r).expect("valid");
-                }
-                black_box(t.legal_cut_count());
-                t
-            })
+            // Per iteration, so each tracker is freed (outside the clock) before the
+            // next starts and its memory is reused, as a long-running agent process
+            // reuses it; `iter_with_large_drop` keeps a whole sample's trackers alive,
+            // and appending then measures the kernel handing out fresh pages.
+            b.iter_batched(
+                || (),
+                |()| {
+                    let mut t = Tracker::new();
+                    for i in 0..n as u64 {
+                        let r = if i % 2 == 0 {
+                            Record::user(i % 500)
+                        } else {
+                            Record::assistant(i % 700)
+                        };
+                        t.append(r).expect("valid");
+                    }
+                    black_box(t.legal_cut_count());
+                    t
+                },
+                BatchSize::PerIteration,
+            )
         });
     }
     group.finish();
