@@ -1,11 +1,12 @@
 //! `select_legal_cut` at 10^3..10^7 records of a seeded realistic session, random
 //! targets:
 //!
-//! - `tracker`: the tracker as it is (three binary searches: target record, lookback
-//!   floor, legal cut);
-//! - `sampled`: the same query on the same data through `cutpoint::search` (sampled
-//!   index for the target record and the legal cut, a gallop back from the target for
-//!   the floor): what the tracker will cost once its index uses them;
+//! - `tracker`: the tracker as it is (its index's searches through a 1/64 sampled top
+//!   level for the target record and the legal cut, a gallop back for the floor; see
+//!   `src/index_top.rs`);
+//! - `sampled`: the same query on the same data through `cutpoint::search`'s
+//!   multi-level `SampledIndex` over plain vectors (the prototype the tracker's single
+//!   top level was taken from; kept to show what the deque and the single level cost);
 //! - `sampled_bitmap`: as `sampled`, but the legal cuts as one bit per position (the
 //!   largest legal cut at or before the target record is found in the target's word,
 //!   or by scanning back word by word): a prototype for the index, measured here;

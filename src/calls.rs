@@ -16,14 +16,20 @@
 //! Measured (`cargo bench --bench append -- fingerprint`, 30-byte provider-like ids,
 //! numbers in the README): the two passes cost about 2x one pass, and one pass of a
 //! 128-bit hash (xxh3-128) costs about one foldhash pass. Switching would save about
-//! 10 ns per tool record, a few percent of a realistic append, which is dominated by
-//! the one random probe per call into `completed` (a table of 16 bytes per call ever
-//! made: a cache miss once the log passes ~10^5 records) and by freeing the id strings
-//! the caller handed over. Kept as is: foldhash is already a dependency and its seeded
-//! quality hash is what the collision-resistance argument above rests on; xxh3's seeded
-//! mode makes no such claim. Interning ids would not help either: each id occurs
-//! twice (call and result) and is never looked up again, so a fingerprint is already
-//! the cheapest handle.
+//! 10 ns per tool record; a profile of a realistic append (`perf record` on
+//! `benches/append.rs` at 10^6 records) puts both fingerprint passes at about 2-3% of
+//! the time, far behind the one random probe per call into `used` (a table of 16
+//! bytes per call ever made: a cache miss once the log passes ~10^5 records) and
+//! freeing the id strings the caller handed over. Kept as is, for the key: seeded
+//! XXH3 (64- and 128-bit) has a known seed-independent weakness: two 32-240-byte
+//! messages built by complementing their first two 8-byte words collide with
+//! probability about 2^-27 over a random seed or secret (xxHash issue #1127), so an
+//! attacker could make ids that a tracker confuses (a fresh call refused as a
+//! duplicate) without knowing its seeds. No such construction is known for foldhash's
+//! quality hash under two independent seeds, and its seeded use is what the argument
+//! below rests on. Interning ids would not help either: each id occurs twice (call and
+//! result) and is never looked up again, so a fingerprint is already the cheapest
+//! handle.
 //! # Hashing: the choice and its cost
 //!
 //! Call ids come from model output, tool frameworks, or a file anyone can write, so the
@@ -31,7 +37,8 @@
 //! foldhash's *quality* hash under two seeds drawn at random for each tracker
 //! (`foldhash::quality::RandomState`), one 64-bit hash per seed. The maps use the first
 //! word directly as their hash (it is already uniformly mixed), so each id is hashed
-//! exactly once per record (twice in strict mode, or at the open-call cap).
+//! exactly once per record (twice in strict mode, or at the open-call cap), and a
+//! `tool_use` probes the large table of used ids once (an insert that reports a reuse).
 //!
 //! - **Against flooding**: ids that collide under any *fixed* hash (FNV, djb2, Java's
 //!   `String.hashCode`, an unseeded FxHash) spread over the tables like any others,
@@ -153,7 +160,15 @@ pub(crate) struct CallBook {
     seeds: [u64; 2],
     pending: HashMap<Fingerprint, PendingCall, Build>,
     early: HashMap<Fingerprint, EarlyResult, Build>,
-    completed: HashSet<Fingerprint, Build>,
+    /// Every id whose `tool_use` was appended (pending or answered) or that a summary
+    /// covered; the completed calls are `used` minus `pending`. Why one set for both:
+    /// a new `tool_use` then costs one probe of this large table (an insert that
+    /// reports whether the id was there), and its result none (it only leaves the
+    /// small `pending` table). Keeping completed calls apart cost a probe at the use
+    /// (is it reused?) and an insert at the result; the table is far beyond the
+    /// caches in long logs, and the probe was the largest cost of a realistic append
+    /// in a profile (`perf record` on `benches/append.rs`, 10^6 records).
+    used: HashSet<Fingerprint, Build>,
 }
 
 impl CallBook {
@@ -168,7 +183,7 @@ impl CallBook {
             seeds,
             pending: HashMap::default(),
             early: HashMap::default(),
-            completed: HashSet::default(),
+            used: HashSet::default(),
         }
     }
 
@@ -185,29 +200,41 @@ impl CallBook {
         if let Some(p) = self.pending.get(fp) {
             return Some(SeenUse::Pending(p.at));
         }
-        self.completed.contains(fp).then_some(SeenUse::Completed)
+        self.used.contains(fp).then_some(SeenUse::Completed)
     }
 
-    /// Records a `tool_use`. The caller has checked [`CallBook::seen_use`] is `None`.
-    /// **O(1)** amortized.
-    pub(crate) fn record_use(&mut self, fp: Fingerprint, id: CallId, at: u32) -> UseOutcome {
+    /// Records a `tool_use`, or hands its id back with where it was seen when a
+    /// `tool_use` with this fingerprint was already appended (then nothing changes).
+    /// **O(1)** amortized: one probe of `used`, which is also the insert.
+    pub(crate) fn try_use(
+        &mut self,
+        fp: Fingerprint,
+        id: CallId,
+        at: u32,
+    ) -> Result<UseOutcome, (CallId, SeenUse)> {
+        if !self.used.insert(fp) {
+            let seen = match self.pending.get(&fp) {
+                Some(p) => SeenUse::Pending(p.at),
+                None => SeenUse::Completed,
+            };
+            return Err((id, seen));
+        }
         if let Some(early) = self.early.remove(&fp) {
-            self.completed.insert(fp);
-            UseOutcome::AnsweredEarlier {
+            Ok(UseOutcome::AnsweredEarlier {
                 first_result: early.first_at,
-            }
+            })
         } else {
             self.pending.insert(fp, PendingCall { id, at });
-            UseOutcome::Pending
+            Ok(UseOutcome::Pending)
         }
     }
 
     /// Records a `tool_result`. **O(1)** amortized.
     pub(crate) fn record_result(&mut self, fp: Fingerprint, id: CallId, at: u32) -> ResultOutcome {
         if self.pending.remove(&fp).is_some() {
-            self.completed.insert(fp);
+            // Already in `used`: answering it moves nothing else.
             ResultOutcome::Answered
-        } else if self.completed.contains(&fp) {
+        } else if self.used.contains(&fp) {
             ResultOutcome::Duplicate
         } else if let Some(early) = self.early.get_mut(&fp) {
             early.later.push(at);
@@ -228,13 +255,14 @@ impl CallBook {
     /// Whether any record (call, result or summary) with this fingerprint was seen.
     /// **O(1)** expected.
     pub(crate) fn seen_any(&self, fp: &Fingerprint) -> bool {
-        self.pending.contains_key(fp) || self.early.contains_key(fp) || self.completed.contains(fp)
+        // Pending calls are in `used`.
+        self.early.contains_key(fp) || self.used.contains(fp)
     }
 
     /// Records a call covered by a summary: called and answered at once. The caller has
     /// checked [`CallBook::seen_any`] is false. **O(1)** amortized.
     pub(crate) fn record_covered(&mut self, fp: Fingerprint) {
-        self.completed.insert(fp);
+        self.used.insert(fp);
     }
 
     /// Records `start..end` became one record at `start`: results waiting for their call
@@ -293,7 +321,7 @@ impl CallBook {
     /// Whether the call with this fingerprint has both its use and a result. **O(1)**
     /// expected.
     pub(crate) fn is_completed(&self, fp: &Fingerprint) -> bool {
-        self.completed.contains(fp)
+        self.used.contains(fp) && !self.pending.contains_key(fp)
     }
 
     /// Calls open at once, each keeping its id as a string: pending calls plus results
@@ -315,7 +343,7 @@ impl CallBook {
     }
 
     pub(crate) fn completed_len(&self) -> usize {
-        self.completed.len()
+        self.used.len() - self.pending.len()
     }
 
     /// Heap bytes held by the maps (their tables and the pending ids' strings).
@@ -331,7 +359,7 @@ impl CallBook {
         }
         table::<Fingerprint, PendingCall>(self.pending.capacity())
             + table::<Fingerprint, EarlyResult>(self.early.capacity())
-            + table::<Fingerprint, ()>(self.completed.capacity())
+            + table::<Fingerprint, ()>(self.used.capacity())
             + self.pending.values().map(|p| p.id.len()).sum::<usize>()
             + self
                 .early
@@ -355,8 +383,8 @@ impl CallBook {
                 p.at
             );
             assert!(
-                !self.completed.contains(fp),
-                "pending call {} is not completed",
+                self.used.contains(fp),
+                "pending call {} is among the used ids",
                 p.id
             );
             assert!(
@@ -386,7 +414,7 @@ impl CallBook {
                 prev = p;
             }
             assert!(
-                !self.completed.contains(fp),
+                !self.used.contains(fp),
                 "early result {} has no call yet",
                 e.id
             );
@@ -406,7 +434,10 @@ impl CallBook {
     }
 
     pub(crate) fn completed(&self) -> impl Iterator<Item = Fingerprint> + '_ {
-        self.completed.iter().copied()
+        self.used
+            .iter()
+            .copied()
+            .filter(|fp| !self.pending.contains_key(fp))
     }
 
     /// Adds a pending call; `false` (and nothing added) if its id is already in the book.
@@ -416,6 +447,7 @@ impl CallBook {
             return false;
         }
         self.pending.insert(fp, PendingCall { id, at });
+        self.used.insert(fp);
         true
     }
 
@@ -441,12 +473,12 @@ impl CallBook {
         if self.contains(&fp) {
             return false;
         }
-        self.completed.insert(fp);
+        self.used.insert(fp);
         true
     }
 
     fn contains(&self, fp: &Fingerprint) -> bool {
-        self.pending.contains_key(fp) || self.early.contains_key(fp) || self.completed.contains(fp)
+        self.early.contains_key(fp) || self.used.contains(fp)
     }
 }
 

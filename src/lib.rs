@@ -54,6 +54,7 @@
 mod calls;
 mod error;
 mod index;
+mod index_top;
 mod limits;
 mod mode;
 mod record;

@@ -249,21 +249,22 @@ impl Tracker {
                     });
                 }
                 let fp = self.calls.fingerprint(&id);
-                if let Some(seen) = self.calls.seen_use(&fp) {
-                    let first_use = match seen {
-                        SeenUse::Pending(p) => Some(p as usize),
-                        SeenUse::Completed => None,
-                    };
-                    return Err(AppendError::DuplicateCall {
-                        call_id: id,
-                        at,
-                        first_use,
-                    });
-                }
-                // Nothing below can fail: the tracker changes from here on.
-                match self.calls.record_use(fp, id, at32) {
-                    UseOutcome::Pending => None,
-                    UseOutcome::AnsweredEarlier { first_result } => {
+                // The one fallible step; on `Err` the book is unchanged. Nothing after
+                // it can fail: the tracker changes from here on.
+                match self.calls.try_use(fp, id, at32) {
+                    Err((call_id, seen)) => {
+                        let first_use = match seen {
+                            SeenUse::Pending(p) => Some(p as usize),
+                            SeenUse::Completed => None,
+                        };
+                        return Err(AppendError::DuplicateCall {
+                            call_id,
+                            at,
+                            first_use,
+                        });
+                    }
+                    Ok(UseOutcome::Pending) => None,
+                    Ok(UseOutcome::AnsweredEarlier { first_result }) => {
                         if !cfg!(cutpoint_mutant = "ignore_orphan") {
                             self.cuts.revoke_after(first_result as usize);
                         }
@@ -397,7 +398,10 @@ impl Tracker {
     }
 
     /// Finds where to cut so that about `target_tokens` are compacted: the seed's
-    /// `select_legal_cut`, without its rescans. **O(log n)** (three binary searches),
+    /// `select_legal_cut`, without its rescans. **O(log n)** (two searches of the index, each
+    /// through its sampled top level above 2^15 entries, and a gallop back for the
+    /// floor; the first query after a compaction also rebuilds that level, **O(n / 64)**,
+    /// see `index_top`),
     /// plus **O(k log k)** over the `k` pending calls when it defers.
     ///
     /// The procedure, exactly as the seed's:
