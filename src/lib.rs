@@ -57,6 +57,7 @@ mod index;
 mod index_top;
 mod limits;
 mod mode;
+mod observe;
 mod record;
 #[cfg(feature = "serde")]
 mod snapshot;
@@ -82,6 +83,8 @@ pub use event::{Event, EventError, Handled};
 pub use index::MAX_RECORDS;
 pub use limits::{Limit, Limits};
 pub use mode::{Mode, StrictViolation};
+#[doc(hidden)]
+pub use observe::Observation;
 pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]
 pub use snapshot::{Snapshot, SnapshotError};

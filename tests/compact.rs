@@ -11,31 +11,10 @@ use cutpoint::{Record, RecordKind, Report, Tracker, reference, validate};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-/// Everything a caller can observe of a tracker, anomaly counts aside (they count what
-/// was seen, compacted records included).
-#[derive(PartialEq, Debug)]
-struct Observed {
-    len: usize,
-    total: u64,
-    tokens: Vec<u64>,
-    cuts: Vec<usize>,
-    pending: Vec<(String, usize)>,
-    completed: usize,
-}
-
-fn observe(t: &Tracker) -> Observed {
-    Observed {
-        len: t.len(),
-        total: t.total_tokens(),
-        tokens: (0..t.len()).filter_map(|i| t.record_tokens(i)).collect(),
-        cuts: t.legal_cuts().collect(),
-        pending: t
-            .pending_calls()
-            .iter()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect(),
-        completed: t.completed_calls(),
-    }
+/// The tracker's observable state, anomaly counts aside (compaction drops records,
+/// and with them the anomalies a rebuild would count). Defined once in the library.
+fn observe(t: &Tracker) -> cutpoint::Observation {
+    t.observe().without_anomalies()
 }
 
 fn with_payload(record: Record, rng: &mut Rng) -> Entry {

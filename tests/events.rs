@@ -9,17 +9,11 @@ use cutpoint::{AppendError, CallId, Event, EventError, Handled, Record, RecordKi
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-/// Everything a caller can observe of a tracker.
+/// Everything a caller can observe of a tracker (the library's one definition), plus
+/// the answers to a grid of queries.
 #[derive(PartialEq, Debug)]
 struct Observed {
-    len: usize,
-    total: u64,
-    sizes: Vec<u64>,
-    cuts: Vec<usize>,
-    pending: Vec<(String, usize)>,
-    anomalies: cutpoint::Anomalies,
-    completed: usize,
-    open: Option<usize>,
+    state: cutpoint::Observation,
     selections: Vec<Result<usize, cutpoint::Defer>>,
 }
 
@@ -30,18 +24,7 @@ fn observe(t: &Tracker) -> Observed {
         .flat_map(|target| [0, 5, total / 4, u64::MAX].map(|l| t.select_legal_cut(target, l)))
         .collect();
     Observed {
-        len: t.len(),
-        total,
-        sizes: (0..t.len()).filter_map(|i| t.record_tokens(i)).collect(),
-        cuts: t.legal_cuts().collect(),
-        pending: t
-            .pending_calls()
-            .iter()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect(),
-        anomalies: t.anomalies(),
-        completed: t.completed_calls(),
-        open: t.open_record(),
+        state: t.observe(),
         selections,
     }
 }

@@ -16,31 +16,9 @@ use cutpoint::{AppendError, CallId, Defer, Record, RecordKind, Tracker};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-/// Everything a caller can observe of a tracker, to compare before and after a refused
-/// append.
-#[derive(PartialEq, Debug)]
-struct Observed {
-    len: usize,
-    total: u64,
-    cuts: Vec<usize>,
-    pending: Vec<(String, usize)>,
-    anomalies: cutpoint::Anomalies,
-    completed: usize,
-}
-
-fn observe(t: &Tracker) -> Observed {
-    Observed {
-        len: t.len(),
-        total: t.total_tokens(),
-        cuts: t.legal_cuts().collect(),
-        pending: t
-            .pending_calls()
-            .iter()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect(),
-        anomalies: t.anomalies(),
-        completed: t.completed_calls(),
-    }
+/// The tracker's observable state, defined once in the library.
+fn observe(t: &Tracker) -> cutpoint::Observation {
+    t.observe()
 }
 
 /// Feeds `records` to a fresh tracker, checking invariants and the newest cut after

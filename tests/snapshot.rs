@@ -7,33 +7,9 @@ use cutpoint::{AppendError, Limits, Mode, Record, Snapshot, SnapshotError, Track
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-#[derive(PartialEq, Debug)]
-struct Observed {
-    len: usize,
-    total: u64,
-    cuts: Vec<usize>,
-    pending: Vec<(String, usize)>,
-    anomalies: cutpoint::Anomalies,
-    completed: usize,
-    limits: Limits,
-    mode: Mode,
-}
-
-fn observe(t: &Tracker) -> Observed {
-    Observed {
-        len: t.len(),
-        total: t.total_tokens(),
-        cuts: t.legal_cuts().collect(),
-        pending: t
-            .pending_calls()
-            .iter()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect(),
-        anomalies: t.anomalies(),
-        completed: t.completed_calls(),
-        limits: *t.limits(),
-        mode: t.mode(),
-    }
+/// The tracker's observable state, defined once in the library.
+fn observe(t: &Tracker) -> cutpoint::Observation {
+    t.observe()
 }
 
 /// Through JSON and back, as a caller storing it would.

@@ -40,29 +40,9 @@ fn id(n: u8) -> String {
     format!("call_{}", n % 12)
 }
 
-#[derive(PartialEq, Debug)]
-struct Observed {
-    len: usize,
-    total: u64,
-    cuts: Vec<usize>,
-    pending: Vec<(String, usize)>,
-    anomalies: cutpoint::Anomalies,
-    completed: usize,
-}
-
-fn observe(t: &Tracker) -> Observed {
-    Observed {
-        len: t.len(),
-        total: t.total_tokens(),
-        cuts: t.legal_cuts().collect(),
-        pending: t
-            .pending_calls()
-            .iter()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect(),
-        anomalies: t.anomalies(),
-        completed: t.completed_calls(),
-    }
+/// The tracker's observable state, defined once in the library.
+fn observe(t: &Tracker) -> cutpoint::Observation {
+    t.observe()
 }
 
 fn bind(record: Record, bound: bool) -> Record {
