@@ -1,5 +1,7 @@
 //! `cutpoint check`, `stats` and `cut` over the real transcripts, end to end.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -183,22 +185,6 @@ fn cut_prints_a_message_index_for_provider_formats() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("call_BpTazJ89W9PntRqGPwDNfwEY"));
 }
 
-fn cutpoint_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cutpoint"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    if let Some(mut input) = child.stdin.take() {
-        input.write_all(stdin).expect("stdin takes the input");
-    }
-    child.wait_with_output().expect("the binary ends")
-}
-
 #[test]
 fn compact_keeps_the_shape_and_check_reads_it_back_clean() {
     for (name, target) in [
@@ -250,7 +236,7 @@ fn compact_keeps_the_shape_and_check_reads_it_back_clean() {
                 "{name}: {line:.200}"
             );
         }
-        let back = cutpoint_stdin(&["check", "-"], &out.stdout);
+        let back = common::cutpoint(&["check", "-"], &out.stdout);
         assert_eq!(back.status.code(), Some(0), "{name}: {}", stdout(&back));
     }
 }
@@ -328,7 +314,7 @@ fn compact_openai_chat_at_every_budget_passes_check() {
             }
             other => panic!("target {target}: exit {other:?}"),
         }
-        let back = cutpoint_stdin(&["check", "--format", "openai-chat", "-"], &out.stdout);
+        let back = common::cutpoint(&["check", "--format", "openai-chat", "-"], &out.stdout);
         assert_eq!(
             back.status.code(),
             Some(0),

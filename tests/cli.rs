@@ -1,28 +1,8 @@
 //! The `cutpoint` binary end to end: exit codes, stdout, and `FILE:LINE:` errors.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn cutpoint(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cutpoint"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(stdin)
-        .expect("stdin takes the input");
-    child.wait_with_output().expect("the binary ends")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{cutpoint, text};
 
 const LOG: &str = r#"{"kind":"user","tokens":100}
 {"kind":"tool_use","call_id":"a","tokens":10}

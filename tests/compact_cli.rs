@@ -1,29 +1,9 @@
 //! `cutpoint check` and `cutpoint compact` end to end: exit codes, `FILE:LINE:` output,
 //! and a compacted log that `check` reads back clean.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn cutpoint(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cutpoint"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(stdin)
-        .expect("stdin takes the input");
-    child.wait_with_output().expect("the binary ends")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{cutpoint, text};
 
 const LOG: &str = r#"{"kind":"user","tokens":1000}
 {"kind":"assistant","tokens":50}
