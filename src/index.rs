@@ -1,32 +1,53 @@
-//! The two position indexes behind the tracker: prefix token sums and the sorted list of
-//! legal cuts. Appending is **O(1)** amortized and every query is a search of
-//! **O(log n)** steps (see below for the layout that keeps it to a few cache misses).
+//! The two position indexes behind the tracker: prefix token sums and the set of legal
+//! cuts, both stored in fixed **blocks of 64 record slots**.
 //!
-//! Both live in a `VecDeque` with one *shift* applied to every stored value, so that a
-//! compacted region (records `start..end` replaced by one summary record, see
+//! # Layout, and why
+//!
+//! - [`PrefixSums`]: per block, one `u64` *base* (the tokens before the block's first
+//!   record) in a dense deque of bases, and the 64 inclusive sums of its records as
+//!   `u32` offsets from that base in a boxed array of 256 bytes. **4.1-4.3 bytes per
+//!   record** instead of 8 for a plain `u64` per record, and no growth slack on the
+//!   offsets (blocks are allocated one at a time; only the deques of 8-16 bytes per
+//!   block double). A block whose offsets outgrow `u32` (4.29 billion tokens within 64
+//!   records: only absurd inputs) is stored as `u64` offsets instead, so no input is
+//!   refused or truncated.
+//! - [`LegalCuts`]: one bit per cut position, **0.125 bytes per record**, plus the
+//!   number of legal cuts and the largest one.
+//!
+//! A search for the record where a token target is reached costs a binary search over
+//! the bases (1/64 of the records: 1.25 MB at 10^7 records, which stays in the L3
+//! cache, its upper levels in L1/L2) and one count over a block's 64 offsets (four
+//! cache lines, loaded together, the only likely miss to main memory). The largest
+//! legal cut at or before a position is one word of the bitmap, or a scan back over
+//! whole words through a stretch without legal cuts (a call pending for a long time);
+//! positions at or past the largest legal cut answer in **O(1)**. Measured against the
+//! earlier layout (sorted lists with a sampled top level) in `cargo bench --bench
+//! query` (numbers in the README).
+//!
+//! # Compaction
+//!
+//! A compacted region (records `start..end` replaced by one summary record, see
 //! [`Tracker::replace_region`](crate::Tracker::replace_region)) costs
-//! **O(removed + min(start, len - end))** amortized, never a pass over the whole log:
-//! only the shorter side of the deque moves, and the values of the side that does not
-//! move are corrected by changing the shift instead of rewriting them. The pinned head
-//! and earlier summaries keep `start` small, so in practice the cost is the removed
-//! region plus the head. Stored values wrap (`stored.wrapping_add(shift)` is the true
-//! value); every comparison is made on true values, which are monotone.
+//! **O(removed / 64 + min(start, len - end) + 64)**, never a pass over the whole log:
+//! only the shorter side moves. When the head (records before `start`) is the shorter
+//! side, it and the summary are rewritten into the slots just before record `end`,
+//! whole blocks in front of them are dropped, and the records from `end` on keep their
+//! slots and stored values: what every later sum gains or loses is one *shift* added
+//! to every stored base (bases wrap: `stored.wrapping_add(shift)` is the true value;
+//! every comparison is made on true values, which are monotone). Otherwise the tail
+//! moves down. The pinned head and earlier summaries keep `start` small, so in practice
+//! the cost is the removed region's blocks plus the head.
 //!
-//! Searches go through `crate::index_top`: `slice::partition_point` on the deque's two
-//! slices, and above 2^15 elements a lazily built top level holding every 64th element
-//! (about two cache misses per search instead of about ten at 10^7; its costs, and why
-//! a compaction drops it and the next query rebuilds it in **O(n / 64)**, are in that
-//! module's docs). The lookback floor gallops back from the target record.
-//!
-//! Positions are stored as `u32` (a log holds at most [`MAX_RECORDS`] records), which
-//! halves the legal-cut index; the public API speaks `usize`.
+//! Positions fit in `u32` (a log holds at most [`MAX_RECORDS`] records); the public API
+//! speaks `usize`.
 
 use std::collections::VecDeque;
 
-use crate::index_top::{self, SMALL, Top};
-
 /// The most records one tracker holds: cut positions `0..=len` must fit in a `u32`.
 pub const MAX_RECORDS: usize = u32::MAX as usize;
+
+/// Record slots per block; also the bits per word of the legal-cut bitmap.
+const B: usize = 64;
 
 /// Which side of a removed range a splice moves.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -95,48 +116,151 @@ pub(crate) fn splice_one<T>(
     }
 }
 
+/// The offsets of one block's records from its base.
+#[derive(Clone, Debug)]
+enum Offsets {
+    /// All offsets fit in `u32`: the normal case.
+    Narrow(Box<[u32; B]>),
+    /// Some offset does not: 64 records holding more than `u32::MAX` tokens.
+    Wide(Box<[u64; B]>),
+}
+
+impl Offsets {
+    /// A block of offsets holding `values` at slots `from..` (the others zero).
+    fn build(from: usize, values: &[u64]) -> Offsets {
+        debug_assert!(from + values.len() <= B);
+        if values.iter().all(|&v| v <= u64::from(u32::MAX)) {
+            let mut narrow = Box::new([0u32; B]);
+            for (slot, &v) in narrow[from..].iter_mut().zip(values) {
+                // Checked just above.
+                *slot = v as u32;
+            }
+            Offsets::Narrow(narrow)
+        } else {
+            let mut wide = Box::new([0u64; B]);
+            wide[from..from + values.len()].copy_from_slice(values);
+            Offsets::Wide(wide)
+        }
+    }
+
+    /// The offset at slot `k`. **O(1)**.
+    fn get(&self, k: usize) -> u64 {
+        match self {
+            Offsets::Narrow(o) => u64::from(o[k]),
+            Offsets::Wide(o) => o[k],
+        }
+    }
+
+    /// Sets slot `k` to `value`, widening the block if it does not fit in `u32`.
+    /// **O(1)**, or **O(64)** the once a block widens.
+    fn set(&mut self, k: usize, value: u64) {
+        match self {
+            Offsets::Narrow(o) => match u32::try_from(value) {
+                Ok(v) => o[k] = v,
+                Err(_) => {
+                    let mut wide = Box::new([0u64; B]);
+                    for (w, &n) in wide.iter_mut().zip(o.iter()) {
+                        *w = u64::from(n);
+                    }
+                    wide[k] = value;
+                    *self = Offsets::Wide(wide);
+                }
+            },
+            Offsets::Wide(o) => o[k] = value,
+        }
+    }
+
+    /// How many of the slots `lo..hi` hold an offset below `t`. The offsets are
+    /// non-decreasing over `lo..hi`, so this is where `t` would be inserted; counting
+    /// (instead of bisecting) reads the block's cache lines independently, so their
+    /// misses overlap, and compiles to vector compares. **O(64)**, branch-free.
+    fn count_below(&self, lo: usize, hi: usize, t: u64) -> usize {
+        match self {
+            Offsets::Narrow(o) => {
+                // Every u32 offset is below a `t` past u32's range.
+                let t = u32::try_from(t).unwrap_or(u32::MAX);
+                let all = t == u32::MAX;
+                o[lo..hi].iter().filter(|&&v| all || v < t).count()
+            }
+            Offsets::Wide(o) => o[lo..hi].iter().filter(|&&v| v < t).count(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Offsets::Narrow(_) => std::mem::size_of::<[u32; B]>(),
+            Offsets::Wide(_) => std::mem::size_of::<[u64; B]>(),
+        }
+    }
+}
+
 /// Inclusive prefix token sums: record `i`'s sum is the tokens of records `0..=i`.
+///
+/// Record `i` lives in slot `head + i`: block `(head + i) / 64`, offset
+/// `(head + i) % 64`. Invariants (checked by `assert_invariants`): `bases` and `offs`
+/// have one entry per block, exactly enough blocks for `head + len` slots; `head < 64`
+/// (and 0 when empty); the base of block `b` is the true sum before its first record
+/// (0 for the first block); sums never decrease; `total` is the last sum.
 #[derive(Clone, Default, Debug)]
 pub(crate) struct PrefixSums {
-    /// `sums[i].wrapping_add(shift)` is the inclusive sum of record `i`.
-    sums: VecDeque<u64>,
+    /// `bases[b].wrapping_add(shift)` is the tokens before block `b`'s first record.
+    bases: VecDeque<u64>,
+    offs: VecDeque<Offsets>,
+    head: usize,
+    len: usize,
     shift: u64,
-    /// Every 64th stored sum, for searches (see `crate::index_top`).
-    top: Top<u64>,
+    total: u64,
 }
 
 impl PrefixSums {
     pub(crate) fn len(&self) -> usize {
-        self.sums.len()
+        self.len
+    }
+
+    /// The true base of block `b`. **O(1)**.
+    fn base(&self, b: usize) -> u64 {
+        self.bases[b].wrapping_add(self.shift)
     }
 
     /// The inclusive sum of record `i` (`i < len`). **O(1)**.
     fn at(&self, i: usize) -> u64 {
-        self.sums[i].wrapping_add(self.shift)
+        let s = self.head + i;
+        // Wrapping: while a compaction rewrites a block, its stored base may be stale
+        // (off by the shift's change); its tail records' sums still come out right.
+        self.base(s / B).wrapping_add(self.offs[s / B].get(s % B))
     }
 
     /// Tokens of all records. **O(1)**.
     pub(crate) fn total(&self) -> u64 {
-        self.sums.back().map_or(0, |&s| s.wrapping_add(self.shift))
+        self.total
     }
 
     /// Appends a record whose inclusive prefix sum is `total` (checked by the caller).
-    /// **O(1)** amortized.
+    /// **O(1)** amortized: one block of 256 bytes is allocated every 64 records.
     pub(crate) fn push(&mut self, total: u64) {
-        debug_assert!(total >= self.total());
-        self.sums.push_back(total.wrapping_sub(self.shift));
-        self.top.pushed(&self.sums);
+        debug_assert!(total >= self.total);
+        let s = self.head + self.len;
+        if s % B == 0 {
+            self.bases.push_back(self.total.wrapping_sub(self.shift));
+            self.offs.push_back(Offsets::Narrow(Box::new([0; B])));
+        }
+        let base = self.base(self.bases.len() - 1);
+        if let Some(offs) = self.offs.back_mut() {
+            offs.set(s % B, total - base);
+        }
+        self.len += 1;
+        self.total = total;
     }
 
     /// Makes the last record's inclusive prefix sum `total` (`len > 0`, and `total` is
     /// at least the sum before that record, checked by the caller): how an open
     /// record grows or takes its reported size. **O(1)**.
     pub(crate) fn set_last(&mut self, total: u64) {
-        debug_assert!(total >= self.before(self.len().saturating_sub(1)));
-        if let Some(last) = self.sums.back_mut() {
-            *last = total.wrapping_sub(self.shift);
-        }
-        self.top.pushed(&self.sums);
+        debug_assert!(self.len > 0 && total >= self.before(self.len - 1));
+        let s = self.head + self.len - 1;
+        let base = self.base(s / B);
+        self.offs[s / B].set(s % B, total - base);
+        self.total = total;
     }
 
     /// Tokens of records `0..cut`. **O(1)**. `cut <= len`.
@@ -150,220 +274,464 @@ impl PrefixSums {
     }
 
     /// The first record whose inclusive prefix sum reaches `target`; `len` if none.
-    /// **O(log n)**.
+    /// **O(log(n / 64) + 64)**: a binary search over the bases, then a count in one
+    /// block.
     pub(crate) fn first_reaching(&self, target: u64) -> usize {
+        if target > self.total || self.len == 0 {
+            return self.len;
+        }
+        if target == 0 {
+            return 0;
+        }
+        // The last block whose base is below the target: block 0's base (0) is.
         let shift = self.shift;
-        index_top::partition_point(&self.sums, &self.top, SMALL, |s| {
-            s.wrapping_add(shift) < target
-        })
+        let below = |&b: &u64| b.wrapping_add(shift) < target;
+        let (front, back) = self.bases.as_slices();
+        let n = match front.partition_point(below) {
+            n if n < front.len() => n,
+            n => n + back.partition_point(below),
+        };
+        self.reaching_in(n - 1, target)
+    }
+
+    /// The first record of block `b` whose inclusive sum reaches `target`, given that
+    /// block `b`'s base is below `target` and some record at or after block `b`
+    /// reaches it. **O(64)**.
+    fn reaching_in(&self, b: usize, target: u64) -> usize {
+        let lo = if b == 0 { self.head } else { 0 };
+        let hi = (self.head + self.len - b * B).min(B);
+        let k = lo + self.offs[b].count_below(lo, hi, target - self.base(b));
+        b * B + k - self.head
     }
 
     /// The seed's lookback floor for target record `t` (`t < len`): the smallest `j <= t`
     /// with `tokens(j..=t) <= lookback`, or `t` itself when record `t` alone exceeds the
-    /// lookback. **O(log(t - floor))**: a gallop back from `t`, because the floor of a
-    /// realistic lookback is a few records behind the target, on cache lines the
-    /// target's own search just read (a search from the front would miss again).
+    /// lookback. **O(log(d) + 64)** for a floor `d` blocks behind the target: a gallop
+    /// back over the bases from `t`'s block, because a realistic lookback ends a block
+    /// or two behind the target, on cache lines the target's own search just read.
     pub(crate) fn floor(&self, t: usize, lookback: u64) -> usize {
         let end = self.at(t);
         let Some(threshold) = end.checked_sub(lookback).filter(|&th| th > 0) else {
             // The whole prefix 0..=t fits in the lookback.
             return 0;
         };
-        // Want the smallest j >= 1 with before(j) = sum(j-1) >= threshold.
-        let shift = self.shift;
-        let j = 1 + index_top::partition_point_from_end(&self.sums, t, |s| {
-            s.wrapping_add(shift) < threshold
-        });
-        j.min(t)
+        // The first record `i` whose sum reaches the threshold (`i <= t`, as record
+        // `t`'s does); then `j = i + 1` is the first with `before(j) >= threshold`.
+        let tb = (self.head + t) / B;
+        let below = |b: usize| self.base(b) < threshold;
+        // Gallop back for a block whose base is below the threshold (block 0's is).
+        let (mut lo, mut hi) = (tb, tb + 1);
+        let mut step = 1;
+        while !below(lo) {
+            hi = lo;
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+        // Now below(lo) and !below(hi) (or hi == tb + 1): bisect to the last below.
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (self.reaching_in(lo, threshold) + 1).min(t)
     }
 
     /// Replaces records `start..end` (`start < end <= len`) by one record of `tokens`
     /// tokens; the caller has checked that the new total does not overflow.
-    /// **O(end - start + min(start, len - end))** amortized (see the module docs).
+    /// **O(end - start) / 64 + min(start, len - end) + 64)** amortized (see the module
+    /// docs).
     pub(crate) fn replace(&mut self, start: usize, end: usize, tokens: u64) {
-        debug_assert!(start < end && end <= self.len());
+        debug_assert!(start < end && end <= self.len);
         let summary_sum = self.before(start) + tokens;
         // What every later sum gains (or, wrapped, loses).
         let delta = summary_sum.wrapping_sub(self.before(end));
-        let side = Moved::shorter(self.len(), start, end);
-        if side == Moved::Head {
-            // The tail keeps its stored values: move the shift, re-store the head.
+        let gone = end - start - 1;
+        if start <= self.len - end {
+            // The head and the summary move up into the slots before record `end`.
+            let mut moved: Vec<u64> = (0..start).map(|i| self.at(i)).collect();
+            moved.push(summary_sum);
+            // The tail keeps its stored values: it gains `delta` through the shift.
             self.shift = self.shift.wrapping_add(delta);
+            let first = self.head + gone;
+            for _ in 0..first / B {
+                self.bases.pop_front();
+                self.offs.pop_front();
+            }
+            self.head = first % B;
+            self.len -= gone;
+            self.rewrite(0, &moved);
+        } else {
+            // The summary and the tail move down.
+            let mut moved = vec![summary_sum];
+            moved.extend((end..self.len).map(|i| self.at(i).wrapping_add(delta)));
+            self.len -= gone;
+            let blocks = (self.head + self.len).div_ceil(B);
+            self.bases.truncate(blocks);
+            self.offs.truncate(blocks);
+            self.rewrite(start, &moved);
         }
-        let item = summary_sum.wrapping_sub(self.shift);
-        self.top.invalidate();
-        splice_one(
-            &mut self.sums,
-            start,
-            end,
-            Some(item),
-            side,
-            |s| match side {
-                Moved::Head => *s = s.wrapping_sub(delta),
-                Moved::Tail => *s = s.wrapping_add(delta),
-            },
-        );
+        self.total = self.at(self.len - 1);
+        // Give back deque space once it is mostly empty: O(blocks), but only after at
+        // least that many blocks were dropped, so O(1) amortized per dropped block.
+        if self.offs.capacity() > 4 * self.offs.len() + 16 {
+            self.bases.shrink_to(2 * self.bases.len());
+            self.offs.shrink_to(2 * self.offs.len());
+        }
     }
 
-    /// Bytes of heap held. **O(1)**.
+    /// Gives records `first..first + values.len()` the inclusive sums `values` (true
+    /// values, non-decreasing, consistent with the records around them), rebuilding
+    /// every block they touch from true values, base included. Records of those blocks
+    /// outside the range keep their true sums. **O(values + 64)**.
+    fn rewrite(&mut self, first: usize, values: &[u64]) {
+        if values.is_empty() {
+            return;
+        }
+        let last = first + values.len() - 1;
+        let (b0, b1) = ((self.head + first) / B, (self.head + last) / B);
+        let mut block_values = Vec::with_capacity(B);
+        for b in b0..=b1 {
+            let lo = if b == 0 { self.head } else { 0 };
+            let hi = (self.head + self.len - b * B).min(B);
+            let first_record = b * B + lo - self.head;
+            let value = |i: usize| {
+                if (first..=last).contains(&i) {
+                    values[i - first]
+                } else {
+                    self.at(i)
+                }
+            };
+            let base = if first_record == 0 {
+                0
+            } else {
+                value(first_record - 1)
+            };
+            block_values.clear();
+            block_values.extend((first_record..first_record + hi - lo).map(|i| value(i) - base));
+            self.offs[b] = Offsets::build(lo, &block_values);
+            self.bases[b] = base.wrapping_sub(self.shift);
+        }
+    }
+
+    /// Bytes of heap held. **O(n / 64)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.sums.capacity() * std::mem::size_of::<u64>() + self.top.heap_bytes()
+        self.bases.capacity() * std::mem::size_of::<u64>()
+            + self.offs.capacity() * std::mem::size_of::<Offsets>()
+            + self.offs.iter().map(Offsets::heap_bytes).sum::<usize>()
     }
 
     pub(crate) fn assert_invariants(&self) {
-        self.top.assert_invariants(&self.sums);
-        for i in 1..self.len() {
+        assert_eq!(self.bases.len(), self.offs.len(), "one base per block");
+        assert_eq!(
+            self.bases.len(),
+            (self.head + self.len).div_ceil(B),
+            "exactly enough blocks for the records"
+        );
+        assert!(
+            self.head < B && (self.len > 0 || self.head == 0),
+            "head slot"
+        );
+        for b in 0..self.bases.len() {
+            let lo = if b == 0 { self.head } else { 0 };
+            let first = b * B + lo - self.head;
+            let want = if first == 0 { 0 } else { self.at(first - 1) };
+            assert_eq!(self.base(b), want, "block {b}'s base is the sum before it");
+        }
+        for i in 1..self.len {
             let (a, b) = (self.at(i - 1), self.at(i));
             assert!(a <= b, "prefix sums never decrease: {a} then {b} at {i}");
         }
+        let last = if self.len == 0 {
+            0
+        } else {
+            self.at(self.len - 1)
+        };
+        assert_eq!(self.total, last, "total is the last sum");
     }
 }
 
-/// The legal cut positions, strictly increasing. Position 0 is always legal.
+/// The legal cut positions, as one bit per position (bit `head + c` for cut `c`).
+/// Position 0 is always legal.
 ///
 /// A position enters when it is reached and legal at that moment; it leaves at most
 /// once, when a later `tool_use` answers a result that came before it (see
-/// [`LegalCuts::revoke_after`]) or when a compacted region swallows it. So each
-/// position costs **O(1)** amortized over the log.
+/// [`LegalCuts::revoke_after`]), when a record bound to the previous one arrives, or
+/// when a compacted region swallows it.
+///
+/// Invariants (checked by `assert_invariants`): bit `head` (cut 0) is set; no bit below
+/// `head` or above `head + last` is set; `count` is the number of set bits and `last`
+/// the largest legal cut; `head < 64`; `words` ends at the word holding `last`.
 #[derive(Clone, Debug)]
 pub(crate) struct LegalCuts {
-    /// `cuts[i].wrapping_add(shift)` is the `i`-th legal cut.
-    cuts: VecDeque<u32>,
-    shift: u32,
-    /// Every 64th stored cut, for searches (see `crate::index_top`).
-    top: Top<u32>,
+    words: VecDeque<u64>,
+    head: usize,
+    count: usize,
+    last: usize,
 }
 
 impl Default for LegalCuts {
     fn default() -> Self {
         LegalCuts {
-            cuts: VecDeque::from([0]),
-            shift: 0,
-            top: Top::default(),
+            words: VecDeque::from([1]),
+            head: 0,
+            count: 1,
+            last: 0,
         }
     }
 }
 
 impl LegalCuts {
-    /// The `i`-th legal cut. **O(1)**.
-    fn at(&self, i: usize) -> usize {
-        self.cuts[i].wrapping_add(self.shift) as usize
-    }
-
     /// Number of legal cuts. **O(1)**.
     pub(crate) fn len(&self) -> usize {
-        self.cuts.len()
+        self.count
     }
 
     /// The largest legal cut. **O(1)**. There always is one (0).
     pub(crate) fn last(&self) -> usize {
-        self.cuts
-            .back()
-            .map_or(0, |&c| c.wrapping_add(self.shift) as usize)
+        self.last
+    }
+
+    fn bit(&self, pos: usize) -> bool {
+        let p = self.head + pos;
+        self.words.get(p / B).is_some_and(|w| w >> (p % B) & 1 == 1)
     }
 
     /// Adds `cut`, which must exceed every cut held. **O(1)** amortized.
     pub(crate) fn push(&mut self, cut: usize) {
-        debug_assert!(cut > self.last() || self.cuts.is_empty());
+        debug_assert!(cut > self.last);
         debug_assert!(cut <= MAX_RECORDS);
-        self.cuts.push_back((cut as u32).wrapping_sub(self.shift));
-        self.top.pushed(&self.cuts);
+        let p = self.head + cut;
+        while self.words.len() <= p / B {
+            self.words.push_back(0);
+        }
+        self.words[p / B] |= 1 << (p % B);
+        self.count += 1;
+        self.last = cut;
     }
 
-    /// Makes every cut above `floor` illegal. **O(k)** for the k cuts removed, each of
-    /// which was added once: **O(1)** amortized.
+    /// Makes every cut above `floor` illegal. **O(1 + (last - floor) / 64)**, plus the
+    /// scan back to the new largest cut (see [`LegalCuts::at_or_before`]); each bit
+    /// cleared was set once.
     pub(crate) fn revoke_after(&mut self, floor: usize) {
-        // Cut 0 is never above a floor, so it stays.
-        let before = self.cuts.len();
-        while self.last() > floor {
-            self.cuts.pop_back();
+        if self.last <= floor {
+            return;
         }
-        if self.cuts.len() < before {
-            self.top.truncated(&self.cuts);
+        let (from, to) = (self.head + floor + 1, self.head + self.last);
+        for w in from / B..=to / B {
+            let mut mask = u64::MAX;
+            if w == from / B {
+                mask &= u64::MAX << (from % B);
+            }
+            let cleared = self.words[w] & mask;
+            self.count -= cleared.count_ones() as usize;
+            self.words[w] &= !mask;
         }
+        self.last = self.scan_back(floor);
+        let p = self.head + self.last;
+        self.words.truncate(p / B + 1);
     }
 
-    /// The index of the first cut `>= pos`. **O(log n)**.
-    fn index_at_or_after(&self, pos: usize) -> usize {
-        self.partition_point(|c| c < pos)
+    /// The largest legal cut `<= pos`, scanning the bitmap back from `pos`.
+    /// **O(1 + gap / 64)** for a gap of `gap` positions without a legal cut.
+    fn scan_back(&self, pos: usize) -> usize {
+        let p = self.head + pos;
+        let mut w = p / B;
+        let mut bits = self.words[w] & (u64::MAX >> (B - 1 - p % B));
+        while bits == 0 {
+            // Cut 0's bit stops the scan.
+            w -= 1;
+            bits = self.words[w];
+        }
+        w * B + (B - 1 - bits.leading_zeros() as usize) - self.head
     }
 
-    /// The first index at which `pred` (of the true cut) turns false. **O(log n)**.
-    fn partition_point(&self, pred: impl Fn(usize) -> bool) -> usize {
-        let shift = self.shift;
-        index_top::partition_point(&self.cuts, &self.top, SMALL, |c| {
-            pred(c.wrapping_add(shift) as usize)
-        })
-    }
-
-    /// The largest legal cut `<= pos`. **O(log n)**. Always exists (0 is legal).
+    /// The largest legal cut `<= pos`. Always exists (0 is legal). **O(1)** at or past
+    /// the largest cut; otherwise **O(1 + gap / 64)** for a gap of `gap` positions
+    /// before `pos` without a legal cut (one word when cuts are dense).
     pub(crate) fn at_or_before(&self, pos: usize) -> usize {
-        let i = self.partition_point(|c| c <= pos);
-        // cut 0 <= pos, so i >= 1.
-        self.at(i.saturating_sub(1))
+        if pos >= self.last {
+            self.last
+        } else {
+            self.scan_back(pos)
+        }
     }
 
-    /// The smallest legal cut `>= pos`, if any. **O(log n)**.
+    /// The smallest legal cut `>= pos`, if any. **O(1 + gap / 64)** as
+    /// [`LegalCuts::at_or_before`].
     pub(crate) fn at_or_after(&self, pos: usize) -> Option<usize> {
-        let i = self.index_at_or_after(pos);
-        (i < self.len()).then(|| self.at(i))
+        if pos > self.last {
+            return None;
+        }
+        let p = self.head + pos;
+        let mut w = p / B;
+        let mut bits = self.words[w] & (u64::MAX << (p % B));
+        while bits == 0 {
+            // The bit of `last` (>= pos) stops the scan.
+            w += 1;
+            bits = self.words[w];
+        }
+        Some(w * B + bits.trailing_zeros() as usize - self.head)
     }
 
-    /// Whether `pos` is a legal cut. **O(log n)**.
+    /// Whether `pos` is a legal cut. **O(1)**.
     pub(crate) fn contains(&self, pos: usize) -> bool {
-        self.at_or_after(pos) == Some(pos)
+        pos <= self.last && self.bit(pos)
     }
 
     /// Records `start..end` (both legal cuts, `start < end`) become one record: the
     /// cuts strictly between them vanish, `start` stays, and every cut from `end` on
-    /// moves down by `end - start - 1`. **O(k + min(before, after))** amortized for the
-    /// `k` cuts removed and the cuts before and after the region.
+    /// moves down by `end - start - 1`. **O((end - start) / 64 + min(start, last - end))**:
+    /// the shorter side's bits move one by one, whole words of the region are dropped.
     pub(crate) fn replace(&mut self, start: usize, end: usize) {
         debug_assert!(self.contains(start) && self.contains(end) && start < end);
-        let lo = self.index_at_or_after(start) + 1;
-        let hi = self.index_at_or_after(end);
-        // Positions fit in u32 (MAX_RECORDS), so this does too.
-        let down = (end - start - 1) as u32;
-        let side = Moved::shorter(self.len(), lo, hi);
-        if side == Moved::Head {
-            self.shift = self.shift.wrapping_sub(down);
+        let gone = end - start - 1;
+        let (from, to) = (self.head + start + 1, self.head + end);
+        // Bits in from..to vanish.
+        if gone > 0 {
+            for w in from / B..=(to - 1) / B {
+                let lo = if w == from / B { from % B } else { 0 };
+                let hi = if w == (to - 1) / B {
+                    (to - 1) % B + 1
+                } else {
+                    B
+                };
+                let mask = (u64::MAX << lo) & (u64::MAX >> (B - hi));
+                self.count -= (self.words[w] & mask).count_ones() as usize;
+            }
         }
-        self.top.invalidate();
-        splice_one(&mut self.cuts, lo, hi, None, side, |c| match side {
-            Moved::Head => *c = c.wrapping_add(down),
-            Moved::Tail => *c = c.wrapping_sub(down),
-        });
+        if start <= self.last - end {
+            // Cuts 0..=start move up by `gone`, into the slots before cut `end`.
+            for pos in (0..=start).rev() {
+                let bit = self.bit(pos);
+                self.set_bit(self.head + pos + gone, bit);
+            }
+            let first = self.head + gone;
+            for _ in 0..first / B {
+                self.words.pop_front();
+            }
+            self.head = first % B;
+            // Slots below the new head hold stale bits: clear them.
+            if let Some(w) = self.words.front_mut() {
+                *w &= u64::MAX << self.head;
+            }
+        } else {
+            // Cuts end..=last move down by `gone`.
+            for pos in end..=self.last {
+                let bit = self.bit(pos);
+                self.set_bit(self.head + pos - gone, bit);
+            }
+            let new_last = self.head + self.last - gone;
+            self.words.truncate(new_last / B + 1);
+            if let Some(w) = self.words.back_mut() {
+                *w &= u64::MAX >> (B - 1 - new_last % B);
+            }
+        }
+        self.last -= gone;
+        if self.words.capacity() > 4 * self.words.len() + 16 {
+            self.words.shrink_to(2 * self.words.len());
+        }
     }
 
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = usize> + ExactSizeIterator + '_ {
-        self.cuts
-            .iter()
-            .map(|&c| c.wrapping_add(self.shift) as usize)
+    fn set_bit(&mut self, p: usize, bit: bool) {
+        let word = &mut self.words[p / B];
+        if bit {
+            *word |= 1 << (p % B);
+        } else {
+            *word &= !(1 << (p % B));
+        }
+    }
+
+    /// The legal cuts in increasing order. **O(1)** to create, **O(1 + gap / 64)** per
+    /// item.
+    pub(crate) fn iter(&self) -> CutIter<'_> {
+        CutIter {
+            cuts: self,
+            front: 0,
+            back: self.last + 1,
+            remaining: self.count,
+        }
     }
 
     /// Bytes of heap held. **O(1)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.cuts.capacity() * std::mem::size_of::<u32>() + self.top.heap_bytes()
+        self.words.capacity() * std::mem::size_of::<u64>()
     }
 
     pub(crate) fn assert_invariants(&self, len: usize) {
-        self.top.assert_invariants(&self.cuts);
+        assert!(self.head < B, "head bit");
+        assert!(self.bit(0), "cut 0 is always legal");
+        assert!(self.bit(self.last), "the largest cut is legal");
         assert_eq!(
-            self.cuts.front().map(|&c| c.wrapping_add(self.shift)),
-            Some(0),
-            "cut 0 is always legal"
+            self.words.len(),
+            (self.head + self.last) / B + 1,
+            "words end at the largest cut"
         );
-        for i in 1..self.len() {
-            let (a, b) = (self.at(i - 1), self.at(i));
-            assert!(a < b, "legal cuts strictly increase: {a} then {b}");
-        }
+        let ones: usize = self.words.iter().map(|w| w.count_ones() as usize).sum();
+        assert_eq!(ones, self.count, "count is the number of legal cuts");
+        assert_eq!(
+            self.words.front().map(|w| w & !(u64::MAX << self.head)),
+            Some(0),
+            "no bit below cut 0"
+        );
+        let p = self.head + self.last;
+        assert_eq!(
+            self.words
+                .back()
+                .map(|w| w & !(u64::MAX >> (B - 1 - p % B))),
+            Some(0),
+            "no bit above the largest cut"
+        );
         assert!(
-            self.last() <= len,
+            self.last <= len,
             "legal cut {} lies inside the log of {len}",
-            self.last()
+            self.last
         );
     }
 }
+
+/// Iterator over the legal cuts, see [`LegalCuts::iter`].
+pub(crate) struct CutIter<'a> {
+    cuts: &'a LegalCuts,
+    /// Every cut not yet yielded lies in `front..back`.
+    front: usize,
+    back: usize,
+    remaining: usize,
+}
+
+impl Iterator for CutIter<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let c = self.cuts.at_or_after(self.front)?;
+        self.front = c + 1;
+        self.remaining -= 1;
+        Some(c)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl DoubleEndedIterator for CutIter<'_> {
+    fn next_back(&mut self) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let c = self.cuts.at_or_before(self.back - 1);
+        self.back = c;
+        self.remaining -= 1;
+        Some(c)
+    }
+}
+
+impl ExactSizeIterator for CutIter<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -472,18 +840,21 @@ mod tests {
         }
     }
 
-    /// Past `SMALL` elements searches go through the sampled top level: it is built
-    /// by the first search, kept exact by pushes and pops, dropped by a splice and
-    /// rebuilt by the next search; every answer matches a linear scan throughout.
+    /// Long indexes (many blocks, a wide block, a long stretch without legal cuts)
+    /// answer every search like a linear scan, through compactions that move the head
+    /// and ones that move the tail.
     #[test]
-    fn long_indexes_search_through_the_top_level_across_replace() {
-        let n = SMALL + 1000;
-        let tokens: Vec<u64> = (0..n as u64)
+    fn long_indexes_search_like_a_scan_across_replace() {
+        let n = 5_000;
+        let mut tokens: Vec<u64> = (0..n as u64)
             .map(|i| i % 7 + (i % 13 == 0) as u64 * 50)
             .collect();
+        // One absurd record: its block's offsets no longer fit in u32.
+        tokens[700] = 5_000_000_000;
         let mut s = sums(&tokens);
         let mut c = LegalCuts::default();
-        for p in (1..=n).filter(|p| p % 50 != 0) {
+        // A stretch of 2,000 positions without legal cuts.
+        for p in (1..=n).filter(|p| p % 50 != 0 && !(1_000..3_000).contains(p)) {
             c.push(p);
         }
         let check = |s: &PrefixSums, c: &LegalCuts| {
@@ -491,8 +862,12 @@ mod tests {
             c.assert_invariants(s.len());
             let all: Vec<u64> = (0..s.len()).map(|i| s.at(i)).collect();
             let cuts: Vec<usize> = c.iter().collect();
-            for k in 0..60u64 {
-                let target = k * s.total() / 59;
+            assert_eq!(cuts.len(), c.len());
+            let mut back: Vec<usize> = c.iter().rev().collect();
+            back.reverse();
+            assert_eq!(back, cuts, "iterating from the back agrees");
+            for k in 0..200u64 {
+                let target = k * s.total() / 199;
                 let want = all.iter().take_while(|&&v| v < target).count();
                 assert_eq!(s.first_reaching(target), want, "target {target}");
                 let pos = (k as usize * 997) % (s.len() + 1);
@@ -500,17 +875,20 @@ mod tests {
                 assert_eq!(Some(c.at_or_before(pos)), want, "pos {pos}");
                 let want = cuts.iter().copied().find(|&p| p >= pos);
                 assert_eq!(c.at_or_after(pos), want, "pos {pos}");
+                assert_eq!(c.contains(pos), cuts.contains(&pos), "pos {pos}");
                 if pos < s.len() {
                     let seed: Vec<u64> = (0..s.len()).map(|i| s.record(i)).collect();
-                    assert_eq!(s.floor(pos, 300), seed_floor(&seed, pos, 300));
+                    for lookback in [0, 40, 300, 10_000, 6_000_000_000] {
+                        assert_eq!(
+                            s.floor(pos, lookback),
+                            seed_floor(&seed, pos, lookback),
+                            "pos {pos} lookback {lookback}"
+                        );
+                    }
                 }
             }
         };
         check(&s, &c);
-        assert!(
-            s.top.heap_bytes() > 0 && c.top.heap_bytes() > 0,
-            "built by the searches"
-        );
         for extra in 1..=200u64 {
             s.push(s.total() + extra);
             c.push(n + extra as usize);
@@ -518,14 +896,24 @@ mod tests {
         c.revoke_after(n + 70);
         check(&s, &c);
         // A region from a legal cut near the front: the head side moves.
-        s.replace(1, 3001, 9);
-        c.replace(1, 3001);
-        assert_eq!(s.top.heap_bytes(), 0, "a splice drops the top level");
+        s.replace(1, 901, 9);
+        c.replace(1, 901);
         check(&s, &c);
         // One near the back: the tail side moves.
         let (a, b) = (c.at_or_before(s.len() - 400), c.at_or_before(s.len() - 10));
         s.replace(a, b, 5);
         c.replace(a, b);
+        check(&s, &c);
+        // One that swallows the stretch without cuts and the wide block.
+        let (a, b) = (
+            c.at_or_before(50),
+            c.at_or_after(3_000 - 899).expect("a cut"),
+        );
+        s.replace(a, b, 77);
+        c.replace(a, b);
+        check(&s, &c);
+        // Growing the last record (an open record) keeps the sums exact.
+        s.set_last(s.total() + 10);
         check(&s, &c);
     }
 }

@@ -54,7 +54,6 @@
 mod calls;
 mod error;
 mod index;
-mod index_top;
 mod limits;
 mod mode;
 mod observe;
