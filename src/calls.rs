@@ -188,11 +188,18 @@ impl CallBook {
     }
 
     /// **O(len(id))**: one pass of a fast hash per seed.
-    pub(crate) fn fingerprint(&self, id: &str) -> Fingerprint {
-        Fingerprint(
-            foldhash::quality::FixedState::with_seed(self.seeds[0]).hash_one(id),
-            foldhash::quality::FixedState::with_seed(self.seeds[1]).hash_one(id),
-        )
+    /// The id is hashed as its bytes followed by `0xff`, exactly as `str` hashes
+    /// itself, so fingerprints stay what snapshots stored; taking bytes lets an inline
+    /// [`CallId`] skip its UTF-8 check.
+    pub(crate) fn fingerprint<S: AsRef<[u8]> + ?Sized>(&self, id: &S) -> Fingerprint {
+        let id = id.as_ref();
+        let hash = |seed: u64| {
+            let mut h = foldhash::quality::FixedState::with_seed(seed).build_hasher();
+            h.write(id);
+            h.write_u8(0xff);
+            h.finish()
+        };
+        Fingerprint(hash(self.seeds[0]), hash(self.seeds[1]))
     }
 
     /// Whether a `tool_use` with this fingerprint was already appended. **O(1)** expected.
@@ -360,11 +367,15 @@ impl CallBook {
         table::<Fingerprint, PendingCall>(self.pending.capacity())
             + table::<Fingerprint, EarlyResult>(self.early.capacity())
             + table::<Fingerprint, ()>(self.used.capacity())
-            + self.pending.values().map(|p| p.id.len()).sum::<usize>()
+            + self
+                .pending
+                .values()
+                .map(|p| p.id.heap_bytes())
+                .sum::<usize>()
             + self
                 .early
                 .values()
-                .map(|e| e.id.len() + e.later.capacity() * 4)
+                .map(|e| e.id.heap_bytes() + e.later.capacity() * 4)
                 .sum::<usize>()
     }
 
@@ -485,6 +496,20 @@ impl CallBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fingerprints hash bytes as `str` hashes itself: snapshots keep their meaning.
+    #[test]
+    fn fingerprints_hash_bytes_as_str_does() {
+        let book = CallBook::with_seeds([7, 9]);
+        for id in ["toolu_01", "", "call_BpTazJ89W9PntRqGPwDNfwEY", "é"] {
+            let want = Fingerprint(
+                foldhash::quality::FixedState::with_seed(7).hash_one(id),
+                foldhash::quality::FixedState::with_seed(9).hash_one(id),
+            );
+            assert_eq!(book.fingerprint(id), want, "{id:?}");
+            assert_eq!(book.fingerprint(&CallId::from(id)), want, "{id:?}");
+        }
+    }
 
     /// 4,096 ids with one Java `String.hashCode` (blocks of "Aa" and "BB").
     fn colliding_ids() -> Vec<String> {

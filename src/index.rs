@@ -144,6 +144,7 @@ impl Offsets {
     }
 
     /// The offset at slot `k`. **O(1)**.
+    #[inline]
     fn get(&self, k: usize) -> u64 {
         match self {
             Offsets::Narrow(o) => u64::from(o[k]),
@@ -176,13 +177,12 @@ impl Offsets {
     /// misses overlap, and compiles to vector compares. **O(64)**, branch-free.
     fn count_below(&self, lo: usize, hi: usize, t: u64) -> usize {
         match self {
-            Offsets::Narrow(o) => {
+            Offsets::Narrow(o) => match u32::try_from(t) {
+                Ok(t) => o[lo..hi].iter().map(|&v| usize::from(v < t)).sum(),
                 // Every u32 offset is below a `t` past u32's range.
-                let t = u32::try_from(t).unwrap_or(u32::MAX);
-                let all = t == u32::MAX;
-                o[lo..hi].iter().filter(|&&v| all || v < t).count()
-            }
-            Offsets::Wide(o) => o[lo..hi].iter().filter(|&&v| v < t).count(),
+                Err(_) => hi - lo,
+            },
+            Offsets::Wide(o) => o[lo..hi].iter().map(|&v| usize::from(v < t)).sum(),
         }
     }
 
@@ -210,6 +210,8 @@ pub(crate) struct PrefixSums {
     len: usize,
     shift: u64,
     total: u64,
+    /// The true base of the last block (0 when there is none): what `push` needs.
+    last_base: u64,
 }
 
 impl PrefixSums {
@@ -218,11 +220,13 @@ impl PrefixSums {
     }
 
     /// The true base of block `b`. **O(1)**.
+    #[inline]
     fn base(&self, b: usize) -> u64 {
         self.bases[b].wrapping_add(self.shift)
     }
 
     /// The inclusive sum of record `i` (`i < len`). **O(1)**.
+    #[inline]
     fn at(&self, i: usize) -> u64 {
         let s = self.head + i;
         // Wrapping: while a compaction rewrites a block, its stored base may be stale
@@ -231,25 +235,38 @@ impl PrefixSums {
     }
 
     /// Tokens of all records. **O(1)**.
+    #[inline]
     pub(crate) fn total(&self) -> u64 {
         self.total
     }
 
     /// Appends a record whose inclusive prefix sum is `total` (checked by the caller).
     /// **O(1)** amortized: one block of 256 bytes is allocated every 64 records.
+    #[inline]
     pub(crate) fn push(&mut self, total: u64) {
         debug_assert!(total >= self.total);
         let s = self.head + self.len;
         if s % B == 0 {
-            self.bases.push_back(self.total.wrapping_sub(self.shift));
-            self.offs.push_back(Offsets::Narrow(Box::new([0; B])));
+            self.new_block();
         }
-        let base = self.base(self.bases.len() - 1);
-        if let Some(offs) = self.offs.back_mut() {
-            offs.set(s % B, total - base);
+        let value = total - self.last_base;
+        // There is a last block: `new_block` added one for this slot if needed.
+        match self.offs.back_mut() {
+            Some(Offsets::Narrow(o)) if value <= u64::from(u32::MAX) => o[s % B] = value as u32,
+            Some(offs) => offs.set(s % B, value),
+            None => {}
         }
         self.len += 1;
         self.total = total;
+    }
+
+    /// Starts a block whose first record follows the current last one. **O(1)**
+    /// amortized.
+    #[cold]
+    fn new_block(&mut self) {
+        self.bases.push_back(self.total.wrapping_sub(self.shift));
+        self.offs.push_back(Offsets::Narrow(Box::new([0; B])));
+        self.last_base = self.total;
     }
 
     /// Makes the last record's inclusive prefix sum `total` (`len > 0`, and `total` is
@@ -264,6 +281,7 @@ impl PrefixSums {
     }
 
     /// Tokens of records `0..cut`. **O(1)**. `cut <= len`.
+    #[inline]
     pub(crate) fn before(&self, cut: usize) -> u64 {
         if cut == 0 { 0 } else { self.at(cut - 1) }
     }
@@ -374,6 +392,7 @@ impl PrefixSums {
             self.rewrite(start, &moved);
         }
         self.total = self.at(self.len - 1);
+        self.last_base = self.base(self.bases.len() - 1);
         // Give back deque space once it is mostly empty: O(blocks), but only after at
         // least that many blocks were dropped, so O(1) amortized per dropped block.
         if self.offs.capacity() > 4 * self.offs.len() + 16 {
@@ -490,6 +509,7 @@ impl LegalCuts {
     }
 
     /// The largest legal cut. **O(1)**. There always is one (0).
+    #[inline]
     pub(crate) fn last(&self) -> usize {
         self.last
     }
@@ -500,16 +520,27 @@ impl LegalCuts {
     }
 
     /// Adds `cut`, which must exceed every cut held. **O(1)** amortized.
+    #[inline]
     pub(crate) fn push(&mut self, cut: usize) {
         debug_assert!(cut > self.last);
         debug_assert!(cut <= MAX_RECORDS);
         let p = self.head + cut;
-        while self.words.len() <= p / B {
-            self.words.push_back(0);
+        if self.words.len() <= p / B {
+            self.grow_to(p / B);
         }
-        self.words[p / B] |= 1 << (p % B);
+        if let Some(word) = self.words.back_mut() {
+            *word |= 1 << (p % B);
+        }
         self.count += 1;
         self.last = cut;
+    }
+
+    /// Adds zero words up to word `w`. **O(1)** amortized.
+    #[cold]
+    fn grow_to(&mut self, w: usize) {
+        while self.words.len() <= w {
+            self.words.push_back(0);
+        }
     }
 
     /// Makes every cut above `floor` illegal. **O(1 + (last - floor) / 64)**, plus the

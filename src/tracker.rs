@@ -201,8 +201,44 @@ impl Tracker {
     /// streaming; close it first), [`AppendError::LimitExceeded`] (see [`Limits`]) and,
     /// in [`Mode::Strict`], [`AppendError::Violation`]. On error the tracker is exactly
     /// as it was before the call.
+    #[inline]
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
+        if let RecordKind::User | RecordKind::Assistant = record.kind() {
+            if let Some(appended) = self.push_plain(record.tokens(), record.is_bound_to_previous())
+            {
+                return Ok(appended);
+            }
+        }
         self.push_record(record, false)
+    }
+
+    /// The fast path of [`append`](Tracker::append) for a closed record without a call
+    /// id (user or assistant): exactly what `push_record` does for one, without
+    /// building or matching the record's kind. `None` (and nothing changed) when any
+    /// check fails; `push_record` then produces the error. **O(1)** amortized.
+    #[inline]
+    fn push_plain(&mut self, tokens: u64, bound: bool) -> Option<Appended> {
+        let at = self.len();
+        // The checks `admit` and `push_record` make for such a record: the records
+        // cap, no open record, room in the index, no token overflow.
+        if self.last_open || at >= self.limits.max_records.min(MAX_RECORDS) {
+            return None;
+        }
+        let new_total = self.total_tokens().checked_add(tokens)?;
+        if bound && at > 0 {
+            // Rule (c), as in `push_record`.
+            self.cuts.revoke_after(at - 1);
+        }
+        self.sums.push(new_total);
+        let cut_after_is_legal = self.cut_at_len_is_legal();
+        if cut_after_is_legal {
+            self.cuts.push(at + 1);
+        }
+        Some(Appended {
+            at,
+            cut_after_is_legal,
+            anomaly: None,
+        })
     }
 
     /// [`append`](Tracker::append), leaving the record open when `open` (see
@@ -315,6 +351,7 @@ impl Tracker {
     }
 
     /// Rule (a) for cut `len`, decided when the last record is complete.
+    #[inline]
     pub(crate) fn cut_at_len_is_legal(&self) -> bool {
         self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending")
     }
