@@ -118,6 +118,10 @@ pub(crate) fn splice_one<T>(
 }
 
 /// The offsets of one block's records from its base.
+///
+/// Every slot holds a value, so that the whole block is non-decreasing and a search
+/// needs no bounds: slots before the first record (only in the first block, after a
+/// compaction) hold 0, and slots after the last record hold the type's maximum.
 #[derive(Clone, Debug)]
 enum Offsets {
     /// All offsets fit in `u32`: the normal case.
@@ -127,19 +131,27 @@ enum Offsets {
 }
 
 impl Offsets {
-    /// A block of offsets holding `values` at slots `from..` (the others zero).
+    /// A block with no record yet. **O(64)**.
+    fn empty() -> Offsets {
+        Offsets::Narrow(Box::new([u32::MAX; B]))
+    }
+
+    /// A block of offsets holding `values` at slots `from..`. **O(64)**.
     fn build(from: usize, values: &[u64]) -> Offsets {
         debug_assert!(from + values.len() <= B);
+        let to = from + values.len();
         if values.iter().all(|&v| v <= u64::from(u32::MAX)) {
-            let mut narrow = Box::new([0u32; B]);
-            for (slot, &v) in narrow[from..].iter_mut().zip(values) {
+            let mut narrow = Box::new([u32::MAX; B]);
+            narrow[..from].fill(0);
+            for (slot, &v) in narrow[from..to].iter_mut().zip(values) {
                 // Checked just above.
                 *slot = v as u32;
             }
             Offsets::Narrow(narrow)
         } else {
-            let mut wide = Box::new([0u64; B]);
-            wide[from..from + values.len()].copy_from_slice(values);
+            let mut wide = Box::new([u64::MAX; B]);
+            wide[..from].fill(0);
+            wide[from..to].copy_from_slice(values);
             Offsets::Wide(wide)
         }
     }
@@ -153,15 +165,16 @@ impl Offsets {
         }
     }
 
-    /// Sets slot `k` to `value`, widening the block if it does not fit in `u32`.
-    /// **O(1)**, or **O(64)** the once a block widens.
+    /// Sets slot `k`, the block's last record, to `value`, widening the block if it
+    /// does not fit in `u32`. **O(1)**, or **O(64)** the once a block widens.
     fn set(&mut self, k: usize, value: u64) {
         match self {
             Offsets::Narrow(o) => match u32::try_from(value) {
                 Ok(v) => o[k] = v,
                 Err(_) => {
-                    let mut wide = Box::new([0u64; B]);
-                    for (w, &n) in wide.iter_mut().zip(o.iter()) {
+                    // Slots after `k` hold no record: they keep the maximum.
+                    let mut wide = Box::new([u64::MAX; B]);
+                    for (w, &n) in wide[..k].iter_mut().zip(o.iter()) {
                         *w = u64::from(n);
                     }
                     wide[k] = value;
@@ -172,18 +185,25 @@ impl Offsets {
         }
     }
 
-    /// How many of the slots `lo..hi` hold an offset below `t`. The offsets are
-    /// non-decreasing over `lo..hi`, so this is where `t` would be inserted; counting
-    /// (instead of bisecting) reads the block's cache lines independently, so their
-    /// misses overlap, and compiles to vector compares. **O(64)**, branch-free.
-    fn count_below(&self, lo: usize, hi: usize, t: u64) -> usize {
+    /// How many slots hold an offset below `t` (`t > 0`): where `t` would be inserted
+    /// into the non-decreasing block, whose records end at slot `hi`. Three pivots
+    /// pick the 16-slot quarter (one cache line of `u32`s), then its 16 slots are
+    /// counted with vector compares; the pivots' lines load together. **O(1)**: 19
+    /// compares, branch-free.
+    #[inline]
+    fn count_below(&self, t: u64, hi: usize) -> usize {
+        fn count<T: Copy + PartialOrd>(o: &[T; B], t: T) -> usize {
+            let q = usize::from(o[15] < t) + usize::from(o[31] < t) + usize::from(o[47] < t);
+            let quarter = &o[q * 16..q * 16 + 16];
+            q * 16 + quarter.iter().map(|&v| u32::from(v < t)).sum::<u32>() as usize
+        }
         match self {
             Offsets::Narrow(o) => match u32::try_from(t) {
-                Ok(t) => o[lo..hi].iter().map(|&v| usize::from(v < t)).sum(),
-                // Every u32 offset is below a `t` past u32's range.
-                Err(_) => hi - lo,
+                Ok(t) => count(o, t),
+                // Every record's offset fits in u32, so all are below such a `t`.
+                Err(_) => hi,
             },
-            Offsets::Wide(o) => o[lo..hi].iter().map(|&v| usize::from(v < t)).sum(),
+            Offsets::Wide(o) => count(o, t).min(hi),
         }
     }
 
@@ -279,7 +299,7 @@ impl PrefixSums {
             }
         }
         self.bases.push_back(stored);
-        self.offs.push_back(Offsets::Narrow(Box::new([0; B])));
+        self.offs.push_back(Offsets::empty());
         self.last_base = self.total;
     }
 
@@ -343,9 +363,10 @@ impl PrefixSums {
     /// block `b`'s base is below `target` and some record at or after block `b`
     /// reaches it. **O(64)**.
     fn reaching_in(&self, b: usize, target: u64) -> usize {
-        let lo = if b == 0 { self.head } else { 0 };
+        // Slots before the first record hold 0 and count; those after the last hold
+        // the maximum and do not (see `Offsets`).
         let hi = (self.head + self.len - b * B).min(B);
-        let k = lo + self.offs[b].count_below(lo, hi, target - self.base(b));
+        let k = self.offs[b].count_below(target - self.base(b), hi);
         b * B + k - self.head
     }
 
@@ -491,6 +512,19 @@ impl PrefixSums {
         );
         for b in 0..self.bases.len() {
             let lo = if b == 0 { self.head } else { 0 };
+            let hi = (self.head + self.len - b * B).min(B);
+            let max = match &self.offs[b] {
+                Offsets::Narrow(_) => u64::from(u32::MAX),
+                Offsets::Wide(_) => u64::MAX,
+            };
+            for k in (0..lo).chain(hi..B) {
+                let want = if k < lo { 0 } else { max };
+                assert_eq!(
+                    self.offs[b].get(k),
+                    want,
+                    "block {b} slot {k} holds no record"
+                );
+            }
             let first = b * B + lo - self.head;
             let want = if first == 0 { 0 } else { self.at(first - 1) };
             assert_eq!(self.base(b), want, "block {b}'s base is the sum before it");
@@ -839,6 +873,27 @@ mod tests {
                     seed_floor(&tokens, t, lookback),
                     "t={t} lookback={lookback}"
                 );
+            }
+        }
+    }
+
+    /// Offsets at the edge of `u32` (exactly `u32::MAX`, and one past it, which widens
+    /// the block) search like any others.
+    #[test]
+    fn offsets_at_the_edge_of_u32_search_exactly() {
+        let max = u64::from(u32::MAX);
+        for tokens in [
+            vec![max, 0, 1],
+            vec![1, max - 1, 0, 2],
+            vec![max + 1, 0, 3],
+            vec![0; 70],
+        ] {
+            let s = sums(&tokens);
+            s.assert_invariants();
+            let all: Vec<u64> = (0..s.len()).map(|i| s.at(i)).collect();
+            for target in [0, 1, max - 1, max, max + 1, max + 2, max + 5, s.total() + 1] {
+                let want = all.iter().take_while(|&&v| v < target).count();
+                assert_eq!(s.first_reaching(target), want, "{tokens:?} target {target}");
             }
         }
     }
