@@ -1,9 +1,12 @@
 //! Splitting a JSON document into its messages without copying them: each element is
 //! a borrowed [`RawValue`] whose byte span in the input is kept for re-emission.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
 use super::{Format, FormatError};
@@ -135,6 +138,47 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
         .rsplit_once(" at line ")
         .map_or(message.as_str(), |(core, _)| core);
     format!("{core} (column {})", e.column())
+}
+
+/// A JSON string, borrowed from the input unless it has escapes. It accepts and
+/// rejects exactly what `String` does (with the same error messages), without
+/// allocating for plain strings. (`Option<Cow<str>>` would always allocate: serde
+/// borrows a `Cow` only as a direct field.)
+pub(crate) struct JsonStr<'a>(Cow<'a, str>);
+
+impl JsonStr<'_> {
+    /// The string. **O(1)**.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = JsonStr<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+                match std::str::from_utf8(v) {
+                    Ok(s) => Ok(JsonStr(Cow::Owned(s.to_owned()))),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Bytes(v), &self)),
+                }
+            }
+        }
+        d.deserialize_string(V(std::marker::PhantomData))
+    }
 }
 
 /// The first line of a result's content: a string, or the first `text` of an array of
