@@ -153,6 +153,11 @@ impl JsonStr<'_> {
     }
 }
 
+/// The string of an optional [`JsonStr`]. **O(1)**.
+pub(crate) fn opt_str<'s>(s: &'s Option<JsonStr<'_>>) -> Option<&'s str> {
+    s.as_ref().map(JsonStr::as_str)
+}
+
 impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<'a>(std::marker::PhantomData<&'a ()>);
@@ -247,6 +252,11 @@ fn first_line_of_string(literal: &str) -> Option<String> {
         }
     }
     let prefix = literal.get(..i.min(bytes.len()))?;
+    // Without escapes or control characters the prefix is its own text (what
+    // serde_json would return); otherwise let serde_json unescape (or reject) it.
+    if prefix.bytes().skip(1).all(|b| b != b'\\' && b >= 0x20) {
+        return prefix.get(1..).map(str::to_owned);
+    }
     serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
 }
 
@@ -271,12 +281,37 @@ mod tests {
     }
 
     #[test]
+    fn json_str_reads_like_string_and_borrows_plain_strings() {
+        for json in [
+            r#""plain""#,
+            r#""esc\"aped\n""#,
+            r#""\u00e9""#,
+            "null",
+            "1",
+            "[]",
+            "{}",
+        ] {
+            let ours = serde_json::from_str::<JsonStr<'_>>(json).map(|s| s.as_str().to_owned());
+            let std = serde_json::from_str::<String>(json);
+            match (ours, std) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{json}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{json}"),
+                (a, b) => panic!("{json}: {a:?} vs {b:?}"),
+            }
+        }
+        let plain: JsonStr<'_> = serde_json::from_str(r#""plain""#).expect("a string");
+        assert!(matches!(plain.0, Cow::Borrowed("plain")));
+    }
+
+    #[test]
     fn first_lines_of_strings_blocks_and_objects() {
         assert_eq!(first(r#""Sunny\nUV 5""#), "Sunny");
         assert_eq!(first(r#""a\\nb\r\nc""#), "a\\nb");
         assert_eq!(first(r#""\u00e9t\u00e9\"q\"\nx""#), "été\"q\"");
         assert_eq!(first(r#""""#), "");
         assert_eq!(first(r#""\nsecond""#), "");
+        assert_eq!(first(r#""tab\there\nx""#), "tab\there");
+        assert_eq!(first(r#""ünï\ncode""#), "ünï");
         assert_eq!(
             first(r#"[{"type":"image"},{"type":"text","text":"one\ntwo"}]"#),
             "one"

@@ -44,7 +44,6 @@ mod openai_responses;
 mod records;
 mod rules;
 mod rules_pairing;
-mod scan;
 mod tokens;
 mod usage;
 
@@ -329,7 +328,6 @@ pub fn read(
 }
 
 /// What a per-element parser returns: a role and blocks (never empty).
-#[derive(Debug, PartialEq)]
 pub(crate) struct Parsed {
     pub(crate) role: Role,
     pub(crate) blocks: Vec<(Block, u64)>,

@@ -6,14 +6,14 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, first_line_of, string_or_json};
+use super::json_doc::{JsonStr, describe, first_line_of, opt_str, string_or_json};
 use super::{Block, Parsed, Role, TokenCounter};
 use crate::record::CallId;
 
 /// The fields of an item that matter; the rest (message content, encrypted
 /// reasoning, ...) is skipped without being copied.
 #[derive(Deserialize)]
-pub(crate) struct Item<'a> {
+struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
@@ -45,23 +45,10 @@ const PAIRED_CALLS: [&str; 5] = [
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
-    parsed(&item, text, counter)
-}
-
-/// The role and block of `item`, whose JSON text is `text`. **O(len)** of `text` for
-/// the token count, **O(arguments + first line of output)** otherwise.
-pub(crate) fn parsed(
-    item: &Item<'_>,
-    text: &str,
-    counter: &dyn TokenCounter,
-) -> Result<Parsed, String> {
     let tokens = counter.count(text);
-    let kind = item.kind.as_ref().map_or("message", JsonStr::as_str);
+    let kind = opt_str(&item.kind).unwrap_or("message");
     let block = if PAIRED_CALLS.contains(&kind) {
-        let id = item
-            .call_id
-            .as_ref()
-            .map(JsonStr::as_str)
+        let id = opt_str(&item.call_id)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| format!("{kind} item without a call_id"))?;
         let arguments = match (item.arguments, item.input, item.action) {
@@ -71,17 +58,14 @@ pub(crate) fn parsed(
         };
         Block::Call {
             id: CallId::from(id),
-            name: item.name.as_ref().map_or(kind, JsonStr::as_str).to_owned(),
+            name: opt_str(&item.name).unwrap_or(kind).to_owned(),
             arguments,
         }
     } else if let Some(call_kind) = kind.strip_suffix("_output") {
         if !PAIRED_CALLS.contains(&call_kind) {
             Block::Text
         } else {
-            let id = item
-                .call_id
-                .as_ref()
-                .map(JsonStr::as_str)
+            let id = opt_str(&item.call_id)
                 .filter(|id| !id.is_empty())
                 .ok_or_else(|| format!("{kind} item without a call_id"))?;
             Block::Result {
@@ -94,7 +78,7 @@ pub(crate) fn parsed(
     } else {
         Block::Text
     };
-    let role = match (kind, item.role.as_ref().map(JsonStr::as_str)) {
+    let role = match (kind, opt_str(&item.role)) {
         ("message", Some("user")) => Role::User,
         ("message", Some("assistant")) => Role::Assistant,
         ("message", Some("system" | "developer")) => Role::System,
