@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, first_line_of};
+use super::json_doc::{JsonStr, describe, first_line_of, opt_str};
 use super::{Block, Parsed, Role, TokenCounter};
 use crate::record::CallId;
 
@@ -19,16 +19,16 @@ struct Msg<'a> {
 /// One content block; every field a block kind may carry, the rest ignored.
 #[derive(Deserialize)]
 pub(crate) struct RawBlock<'a> {
-    #[serde(rename = "type", default)]
-    pub(crate) kind: Option<String>,
-    #[serde(default)]
-    pub(crate) id: Option<String>,
-    #[serde(default)]
-    pub(crate) name: Option<String>,
+    #[serde(rename = "type", borrow, default)]
+    pub(crate) kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) name: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     pub(crate) input: Option<&'a RawValue>,
-    #[serde(default)]
-    pub(crate) tool_use_id: Option<String>,
+    #[serde(borrow, default)]
+    pub(crate) tool_use_id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     pub(crate) content: Option<&'a RawValue>,
 }
@@ -78,20 +78,19 @@ pub(crate) fn blocks(
 /// One block as a [`Block`]: client `tool_use` / `tool_result` pair, thinking is
 /// reasoning, everything else (text, images, server tools and their results) is text.
 pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
-    Ok(match b.kind.as_deref() {
+    Ok(match opt_str(&b.kind) {
         Some("tool_use") => {
-            let id =
-                b.id.filter(|id| !id.is_empty())
-                    .ok_or_else(|| format!("content.{k}: tool_use block without an id"))?;
+            let id = opt_str(&b.id)
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| format!("content.{k}: tool_use block without an id"))?;
             Block::Call {
                 id: CallId::from(id),
-                name: b.name.unwrap_or_default(),
+                name: opt_str(&b.name).unwrap_or_default().to_owned(),
                 arguments: b.input.map(|r| r.get().to_owned()).unwrap_or_default(),
             }
         }
         Some("tool_result") => {
-            let id = b
-                .tool_use_id
+            let id = opt_str(&b.tool_use_id)
                 .filter(|id| !id.is_empty())
                 .ok_or_else(|| format!("content.{k}: tool_result block without a tool_use_id"))?;
             Block::Result {

@@ -1,9 +1,12 @@
 //! Splitting a JSON document into its messages without copying them: each element is
 //! a borrowed [`RawValue`] whose byte span in the input is kept for re-emission.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
 use super::{Format, FormatError};
@@ -137,6 +140,52 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
     format!("{core} (column {})", e.column())
 }
 
+/// A JSON string, borrowed from the input unless it has escapes. It accepts and
+/// rejects exactly what `String` does (with the same error messages), without
+/// allocating for plain strings. (`Option<Cow<str>>` would always allocate: serde
+/// borrows a `Cow` only as a direct field.)
+pub(crate) struct JsonStr<'a>(Cow<'a, str>);
+
+impl JsonStr<'_> {
+    /// The string. **O(1)**.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The string of an optional [`JsonStr`]. **O(1)**.
+pub(crate) fn opt_str<'s>(s: &'s Option<JsonStr<'_>>) -> Option<&'s str> {
+    s.as_ref().map(JsonStr::as_str)
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = JsonStr<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(JsonStr(Cow::Owned(v)))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+                match std::str::from_utf8(v) {
+                    Ok(s) => Ok(JsonStr(Cow::Owned(s.to_owned()))),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Bytes(v), &self)),
+                }
+            }
+        }
+        d.deserialize_string(V(std::marker::PhantomData))
+    }
+}
+
 /// The first line of a result's content: a string, or the first `text` of an array of
 /// blocks (`{"type":"text","text":…}` or `{"text":…}`), or of an object's `text` /
 /// `output` / `content` / `result`; otherwise the first line of the JSON text itself.
@@ -203,6 +252,11 @@ fn first_line_of_string(literal: &str) -> Option<String> {
         }
     }
     let prefix = literal.get(..i.min(bytes.len()))?;
+    // Without escapes or control characters the prefix is its own text (what
+    // serde_json would return); otherwise let serde_json unescape (or reject) it.
+    if prefix.bytes().skip(1).all(|b| b != b'\\' && b >= 0x20) {
+        return prefix.get(1..).map(str::to_owned);
+    }
     serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
 }
 
@@ -227,12 +281,37 @@ mod tests {
     }
 
     #[test]
+    fn json_str_reads_like_string_and_borrows_plain_strings() {
+        for json in [
+            r#""plain""#,
+            r#""esc\"aped\n""#,
+            r#""\u00e9""#,
+            "null",
+            "1",
+            "[]",
+            "{}",
+        ] {
+            let ours = serde_json::from_str::<JsonStr<'_>>(json).map(|s| s.as_str().to_owned());
+            let std = serde_json::from_str::<String>(json);
+            match (ours, std) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{json}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{json}"),
+                (a, b) => panic!("{json}: {a:?} vs {b:?}"),
+            }
+        }
+        let plain: JsonStr<'_> = serde_json::from_str(r#""plain""#).expect("a string");
+        assert!(matches!(plain.0, Cow::Borrowed("plain")));
+    }
+
+    #[test]
     fn first_lines_of_strings_blocks_and_objects() {
         assert_eq!(first(r#""Sunny\nUV 5""#), "Sunny");
         assert_eq!(first(r#""a\\nb\r\nc""#), "a\\nb");
         assert_eq!(first(r#""\u00e9t\u00e9\"q\"\nx""#), "été\"q\"");
         assert_eq!(first(r#""""#), "");
         assert_eq!(first(r#""\nsecond""#), "");
+        assert_eq!(first(r#""tab\there\nx""#), "tab\there");
+        assert_eq!(first(r#""ünï\ncode""#), "ünï");
         assert_eq!(
             first(r#"[{"type":"image"},{"type":"text","text":"one\ntwo"}]"#),
             "one"

@@ -6,20 +6,22 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, first_line_of, string_or_json};
+use super::json_doc::{JsonStr, describe, first_line_of, opt_str, string_or_json};
 use super::{Block, Parsed, Role, TokenCounter};
 use crate::record::CallId;
 
+/// The fields of an item that matter; the rest (message content, encrypted
+/// reasoning, ...) is skipped without being copied.
 #[derive(Deserialize)]
 struct Item<'a> {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    role: Option<String>,
-    #[serde(default)]
-    call_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    role: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    call_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -44,10 +46,9 @@ const PAIRED_CALLS: [&str; 5] = [
 pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let tokens = counter.count(text);
-    let kind = item.kind.as_deref().unwrap_or("message");
+    let kind = opt_str(&item.kind).unwrap_or("message");
     let block = if PAIRED_CALLS.contains(&kind) {
-        let id = item
-            .call_id
+        let id = opt_str(&item.call_id)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| format!("{kind} item without a call_id"))?;
         let arguments = match (item.arguments, item.input, item.action) {
@@ -57,15 +58,14 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
         };
         Block::Call {
             id: CallId::from(id),
-            name: item.name.unwrap_or_else(|| kind.to_owned()),
+            name: opt_str(&item.name).unwrap_or(kind).to_owned(),
             arguments,
         }
     } else if let Some(call_kind) = kind.strip_suffix("_output") {
         if !PAIRED_CALLS.contains(&call_kind) {
             Block::Text
         } else {
-            let id = item
-                .call_id
+            let id = opt_str(&item.call_id)
                 .filter(|id| !id.is_empty())
                 .ok_or_else(|| format!("{kind} item without a call_id"))?;
             Block::Result {
@@ -78,7 +78,7 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
     } else {
         Block::Text
     };
-    let role = match (kind, item.role.as_deref()) {
+    let role = match (kind, opt_str(&item.role)) {
         ("message", Some("user")) => Role::User,
         ("message", Some("assistant")) => Role::Assistant,
         ("message", Some("system" | "developer")) => Role::System,
