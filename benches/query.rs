@@ -1,15 +1,14 @@
 //! `select_legal_cut` at 10^3..10^7 records of a seeded realistic session, random
 //! targets:
 //!
-//! - `tracker`: the tracker as it is (its index's searches through a 1/64 sampled top
-//!   level for the target record and the legal cut, a gallop back for the floor; see
-//!   `src/index_top.rs`);
+//! - `tracker`: the tracker as it is (blocks of 64 `u32` sums under an upper level of
+//!   their bases, the legal cuts as a bitmap; see `src/index.rs`);
 //! - `sampled`: the same query on the same data through `cutpoint::search`'s
-//!   multi-level `SampledIndex` over plain vectors (the prototype the tracker's single
-//!   top level was taken from; kept to show what the deque and the single level cost);
+//!   multi-level `SampledIndex` over plain `u64` vectors and a sorted list of cuts (the
+//!   earlier prototype);
 //! - `sampled_bitmap`: as `sampled`, but the legal cuts as one bit per position (the
 //!   largest legal cut at or before the target record is found in the target's word,
-//!   or by scanning back word by word): a prototype for the index, measured here;
+//!   or by scanning back word by word): the prototype the tracker's bitmap came from;
 //! - `reference`: the seed's rescan (`cutpoint::reference`) at 10^3..10^5, for the
 //!   speed-up.
 //!

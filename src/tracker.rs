@@ -384,17 +384,20 @@ impl Tracker {
 
     /// Whether cutting at `cut` (keeping records `cut..`) splits no pair and leaves no
     /// call of the kept part unanswered by the compacted part. `false` when `cut > len`.
-    /// **O(log n)**.
+    /// **O(1)**: one bit.
     pub fn is_legal_cut(&self, cut: usize) -> bool {
         self.cuts.contains(cut)
     }
 
-    /// The largest legal cut at or before `pos` (0 always is one). **O(log n)**.
+    /// The largest legal cut at or before `pos` (0 always is one). **O(1)** at or past
+    /// the largest legal cut, else **O(1 + gap / 64)** for a stretch of `gap` positions
+    /// without one (one word of the bitmap when cuts are dense).
     pub fn legal_cut_at_or_before(&self, pos: usize) -> usize {
         self.cuts.at_or_before(pos)
     }
 
-    /// The smallest legal cut at or after `pos`, if one exists yet. **O(log n)**.
+    /// The smallest legal cut at or after `pos`, if one exists yet. **O(1 + gap / 64)**
+    /// as [`legal_cut_at_or_before`](Tracker::legal_cut_at_or_before).
     pub fn legal_cut_at_or_after(&self, pos: usize) -> Option<usize> {
         self.cuts.at_or_after(pos)
     }
@@ -435,11 +438,12 @@ impl Tracker {
     }
 
     /// Finds where to cut so that about `target_tokens` are compacted: the seed's
-    /// `select_legal_cut`, without its rescans. **O(log n)** (two searches of the index, each
-    /// through its sampled top level above 2^15 entries, and a gallop back for the
-    /// floor; the first query after a compaction also rebuilds that level, **O(n / 64)**,
-    /// see `index_top`),
-    /// plus **O(k log k)** over the `k` pending calls when it defers.
+    /// `select_legal_cut`, without its rescans. **O(log n)**: one search of the block
+    /// bases and one block for the target record, a gallop back from it for the
+    /// floor, and one word of the legal-cut bitmap (a scan back through a stretch
+    /// without legal cuts, **O(gap / 64)**); the first query after a compaction also
+    /// rebuilds the bases' upper level, **O(n / 4096)** (see `src/index.rs`). Plus
+    /// **O(k log k)** over the `k` pending calls when it defers.
     ///
     /// The procedure, exactly as the seed's:
     /// 1. the *target index* is the first record whose inclusive prefix sum reaches
