@@ -18,9 +18,10 @@
 //! 128-bit hash (xxh3-128) costs about one foldhash pass. Switching would save about
 //! 10 ns per tool record; a profile of a realistic append (`perf record` on
 //! `benches/append.rs` at 10^6 records) puts both fingerprint passes at about 2-3% of
-//! the time, far behind the one random probe per call into `used` (a table of 16
-//! bytes per call ever made: a cache miss once the log passes ~10^5 records) and
-//! freeing the id strings the caller handed over. Kept as is, for the key: seeded
+//! the time, far behind the one random probe per call into `used` (then one table of
+//! 16 bytes per call ever made: a cache miss once the log passes ~10^5 records; now a
+//! [`UsedIds`] that keeps that probe in the caches, see src/used.rs) and freeing the
+//! id strings the caller handed over. Kept as is, for the key: seeded
 //! XXH3 (64- and 128-bit) has a known seed-independent weakness: two 32-240-byte
 //! messages built by complementing their first two 8-byte words collide with
 //! probability about 2^-27 over a random seed or secret (xxHash issue #1127), so an
@@ -38,7 +39,8 @@
 //! (`foldhash::quality::RandomState`), one 64-bit hash per seed. The maps use the first
 //! word directly as their hash (it is already uniformly mixed), so each id is hashed
 //! exactly once per record (twice in strict mode, or at the open-call cap), and a
-//! `tool_use` probes the large table of used ids once (an insert that reports a reuse).
+//! `tool_use` probes the set of used ids once (an insert that reports a reuse: a small
+//! recent table, then a cache-resident filter over the older ids; see [`UsedIds`]).
 //!
 //! - **Against flooding**: ids that collide under any *fixed* hash (FNV, djb2, Java's
 //!   `String.hashCode`, an unseeded FxHash) spread over the tables like any others,
@@ -58,14 +60,15 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 
 use crate::record::CallId;
+use crate::used::UsedIds;
 
 /// A keyed 128-bit fingerprint of a call id, as two words (8-byte aligned, so map
 /// entries stay 16 bytes where a `u128` would pad them to 32).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Fingerprint(u64, u64);
+pub(crate) struct Fingerprint(pub(crate) u64, pub(crate) u64);
 
 #[cfg(feature = "serde")]
 impl Fingerprint {
@@ -165,10 +168,11 @@ pub(crate) struct CallBook {
     /// a new `tool_use` then costs one probe of this large table (an insert that
     /// reports whether the id was there), and its result none (it only leaves the
     /// small `pending` table). Keeping completed calls apart cost a probe at the use
-    /// (is it reused?) and an insert at the result; the table is far beyond the
-    /// caches in long logs, and the probe was the largest cost of a realistic append
-    /// in a profile (`perf record` on `benches/append.rs`, 10^6 records).
-    used: HashSet<Fingerprint, Build>,
+    /// (is it reused?) and an insert at the result. As one hash table it was far
+    /// beyond the caches in long logs, and the probe was the largest cost of a
+    /// realistic append in a profile (`perf record` on `benches/append.rs`, 10^6
+    /// records); [`UsedIds`] keeps it in the caches (src/used.rs).
+    used: UsedIds,
 }
 
 impl CallBook {
@@ -183,7 +187,7 @@ impl CallBook {
             seeds,
             pending: HashMap::default(),
             early: HashMap::default(),
-            used: HashSet::default(),
+            used: UsedIds::new(),
         }
     }
 
@@ -366,7 +370,7 @@ impl CallBook {
         }
         table::<Fingerprint, PendingCall>(self.pending.capacity())
             + table::<Fingerprint, EarlyResult>(self.early.capacity())
-            + table::<Fingerprint, ()>(self.used.capacity())
+            + self.used.heap_bytes()
             + self
                 .pending
                 .values()
@@ -381,6 +385,7 @@ impl CallBook {
 
     /// Checks the book's own invariants. Panics with a description if one fails.
     pub(crate) fn assert_invariants(&self, len: usize) {
+        self.used.assert_invariants();
         for (fp, p) in &self.pending {
             assert_eq!(
                 *fp,
@@ -447,7 +452,6 @@ impl CallBook {
     pub(crate) fn completed(&self) -> impl Iterator<Item = Fingerprint> + '_ {
         self.used
             .iter()
-            .copied()
             .filter(|fp| !self.pending.contains_key(fp))
     }
 

@@ -61,6 +61,7 @@ mod record;
 #[cfg(feature = "serde")]
 mod snapshot;
 mod tracker;
+mod used;
 
 pub mod compact;
 #[cfg(feature = "formats")]
@@ -88,6 +89,8 @@ pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]
 pub use snapshot::{Snapshot, SnapshotError};
 pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
+#[doc(hidden)]
+pub use used::UsedIds;
 pub use validate::{Report, Violation, validate, validate_records};
 
 /// The README's library example, compiled and run as a doctest.

@@ -1,0 +1,461 @@
+//! The set of every call id ever used, as [`Fingerprint`]s, laid out so that the one
+//! probe each `tool_use` makes stays in the caches however long the log grows.
+//!
+//! # Why not one hash table
+//!
+//! One `hashbrown` set of 16-byte fingerprints is ~20 bytes per id: ~70 MB after 3.3
+//! million calls (10^7 records). Each insert is a random probe of it: a DRAM miss (two:
+//! the control bytes and the slot live apart), a TLB miss, and a full rehash of the
+//! table at every doubling. In a profile of a realistic append at 10^6 records that
+//! probe was the largest single cost.
+//!
+//! # The layout
+//!
+//! - `recent`: a table of at most [`RECENT_BUCKETS`] buckets (filled to 7/8), small
+//!   enough for L2. Every insert lands here.
+//! - `frozen`: when `recent` is full it is moved, as is (no rehash, no sort), to a
+//!   list of frozen tables, and a fresh `recent` starts at full size.
+//! - `filter`: a split-block Bloom filter (Parquet's SBBF: 256-bit blocks of eight
+//!   32-bit words, one bit set per word) over every frozen fingerprint, at about
+//!   [`FILTER_BITS_PER_KEY`] bits per key, keyed by the fingerprint's *second* word
+//!   (already keyed and uniformly mixed, and independent of the first word the tables
+//!   use, so no rehash). A probe reads one 32-byte block. It grows by doubling,
+//!   rebuilt from the frozen tables: **O(1)** amortized per key.
+//!
+//! An insert probes `recent` (its vacant slot is kept, through `hashbrown`'s entry
+//! API), then the filter; only on a filter positive does it probe the frozen tables,
+//! newest first, exactly. So a fresh id costs one L2 probe and one filter block (a few
+//! MB: L3 at 10^7 records), plus, with probability about the filter's false-positive
+//! rate times the number of frozen tables, some DRAM misses.
+//!
+//! # Semantics
+//!
+//! Exactly those of a set: an insert is refused only when that exact 128-bit
+//! fingerprint was inserted before (both words compared); the filter only decides
+//! whether to look, never the answer. Adversarial fingerprints (many sharing a word)
+//! cost time, never correctness.
+//!
+//! # Costs, measured
+//!
+//! See `benches/used.rs` and the branch report: inserting random fingerprints, against
+//! one `hashbrown` set with the same pass-through hasher.
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
+
+use crate::calls::Fingerprint;
+
+/// Buckets of the `recent` table: 2^15 buckets of 17 bytes (16 for the fingerprint,
+/// one control byte) are 544 KiB, about one core's L2 here. Holds 7/8 of that many
+/// fingerprints before it is frozen.
+pub(crate) const RECENT_BUCKETS: usize = 1 << 15;
+
+/// Bits of filter per frozen fingerprint when the filter is at its fullest (after a
+/// doubling, twice as many). At 16 an SBBF's false-positive rate is about 0.1%.
+const FILTER_BITS_PER_KEY: usize = 16;
+
+/// Every fingerprint inserted, in a small table of recent ones, frozen full tables of
+/// older ones, and a filter over the frozen ones. See the module docs.
+///
+/// Invariants (checked by [`UsedIds::assert_invariants`]):
+/// - no fingerprint is in two tables, nor twice in one;
+/// - `recent.len() < recent_max`, and every frozen table holds exactly `recent_max`;
+/// - `frozen_len` is the sum of the frozen tables' lengths;
+/// - the filter answers "maybe" for every frozen fingerprint, and is sized for at
+///   least `frozen_len` keys.
+#[derive(Clone)]
+pub struct UsedIds {
+    recent: HashTable<Fingerprint>,
+    /// Fingerprints `recent` holds when it is frozen: 7/8 of its buckets.
+    recent_max: usize,
+    frozen: Vec<HashTable<Fingerprint>>,
+    frozen_len: usize,
+    filter: BlockFilter,
+}
+
+impl Default for UsedIds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl UsedIds {
+    /// An empty set with a `recent` table of [`RECENT_BUCKETS`] buckets. Allocates
+    /// nothing until the first insert. **O(1)**.
+    pub fn new() -> Self {
+        Self::with_recent_buckets(RECENT_BUCKETS)
+    }
+
+    /// An empty set whose `recent` table freezes at 7/8 of `buckets` (a power of two,
+    /// at least 8; other values are rounded up to one). Tests use tiny tables to force
+    /// many freezes. **O(1)**.
+    pub(crate) fn with_recent_buckets(buckets: usize) -> Self {
+        let buckets = buckets.max(8).next_power_of_two();
+        UsedIds {
+            recent: HashTable::new(),
+            recent_max: buckets / 8 * 7,
+            frozen: Vec::new(),
+            frozen_len: 0,
+            filter: BlockFilter::default(),
+        }
+    }
+
+    /// Fingerprints in the set. **O(1)**.
+    pub fn len(&self) -> usize {
+        self.recent.len() + self.frozen_len
+    }
+
+    /// Whether the set is empty. **O(1)**.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `fp`; `false` (and nothing changes) if it was already in. **O(1)**
+    /// amortized: one probe of `recent`, one filter block, and the frozen tables only
+    /// on a filter positive (all of them, **O(n / R)**, when `fp` is a true duplicate
+    /// of an old id).
+    pub(crate) fn insert(&mut self, fp: Fingerprint) -> bool {
+        let eq = |k: &Fingerprint| *k == fp;
+        if self.recent.len() < self.recent.capacity() {
+            // Room left: `entry` will not grow the table, so a refusal changes nothing,
+            // and the slot it found is the one filled.
+            match self.recent.entry(fp.0, eq, first_word) {
+                Entry::Occupied(_) => return false,
+                Entry::Vacant(slot) => {
+                    if in_frozen(&self.filter, &self.frozen, &fp) {
+                        return false;
+                    }
+                    slot.insert(fp);
+                }
+            }
+        } else {
+            // `recent` is still growing towards `recent_max` (only before the first
+            // freeze): look first, so a refusal cannot have grown it.
+            if self.recent.find(fp.0, eq).is_some() || in_frozen(&self.filter, &self.frozen, &fp)
+            {
+                return false;
+            }
+            self.recent.insert_unique(fp.0, fp, first_word);
+        }
+        if self.recent.len() >= self.recent_max {
+            self.freeze();
+        }
+        true
+    }
+
+    /// [`UsedIds::insert`] for a fingerprint given as its two words, for
+    /// `benches/used.rs`. **O(1)** amortized.
+    #[doc(hidden)]
+    pub fn insert_words(&mut self, [a, b]: [u64; 2]) -> bool {
+        self.insert(Fingerprint(a, b))
+    }
+
+    /// Whether `fp` is in the set. **O(1)** expected for a fingerprint not in it;
+    /// **O(n / R)** for one in a frozen table (every frozen table may be probed).
+    pub(crate) fn contains(&self, fp: &Fingerprint) -> bool {
+        self.recent.find(fp.0, |k| k == fp).is_some() || in_frozen(&self.filter, &self.frozen, fp)
+    }
+
+    /// Every fingerprint, in no particular order. **O(n)** for all of them.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Fingerprint> + '_ {
+        self.recent
+            .iter()
+            .chain(self.frozen.iter().flat_map(|t| t.iter()))
+            .copied()
+    }
+
+    /// Heap bytes held: the tables (buckets of 17 bytes plus a trailing group of
+    /// control bytes), the list of frozen tables, and the filter. **O(1)**.
+    pub fn heap_bytes(&self) -> usize {
+        table_bytes(self.recent.capacity())
+            + self.frozen.len() * table_bytes(self.recent_max)
+            + self.frozen.capacity() * std::mem::size_of::<HashTable<Fingerprint>>()
+            + self.filter.heap_bytes()
+    }
+
+    /// Moves the full `recent` table to the frozen list and adds its fingerprints to the
+    /// filter (rebuilding a filter twice as large when it would pass its size).
+    /// **O(R)**, plus **O(n)** at a doubling: **O(1)** amortized per fingerprint.
+    fn freeze(&mut self) {
+        let full = std::mem::replace(&mut self.recent, HashTable::with_capacity(self.recent_max));
+        let after = self.frozen_len + full.len();
+        if after > self.filter.keys {
+            let mut keys = self.filter.keys.max(4 * self.recent_max);
+            while keys < after {
+                keys *= 2;
+            }
+            let mut filter = BlockFilter::for_keys(keys);
+            for fp in self.frozen.iter().flat_map(|t| t.iter()) {
+                filter.insert(fp.1);
+            }
+            self.filter = filter;
+        }
+        for fp in full.iter() {
+            self.filter.insert(fp.1);
+        }
+        self.frozen_len = after;
+        self.frozen.push(full);
+    }
+
+    /// Checks the invariants in the type doc. Panics with a description if one fails.
+    /// **O(n)**.
+    pub(crate) fn assert_invariants(&self) {
+        assert!(self.recent.len() < self.recent_max, "recent is not full");
+        let mut seen = std::collections::HashSet::new();
+        for fp in self.iter() {
+            assert!(seen.insert(fp), "{fp:?} is in one table once");
+        }
+        assert_eq!(seen.len(), self.len(), "len counts every table");
+        assert_eq!(
+            self.frozen_len,
+            self.frozen.iter().map(|t| t.len()).sum::<usize>(),
+            "frozen_len is the frozen tables' total"
+        );
+        for t in &self.frozen {
+            assert_eq!(t.len(), self.recent_max, "a frozen table is full");
+            for fp in t {
+                assert!(self.filter.may_contain(fp.1), "the filter has {fp:?}");
+            }
+        }
+        assert!(self.filter.keys >= self.frozen_len, "the filter is sized");
+    }
+}
+
+/// The hash the tables use: the fingerprint's first word, already keyed and mixed.
+fn first_word(fp: &Fingerprint) -> u64 {
+    fp.0
+}
+
+/// Whether `fp` is in a frozen table: the filter first, then the tables newest first
+/// (a repeated id is most often a recent one).
+fn in_frozen(filter: &BlockFilter, frozen: &[HashTable<Fingerprint>], fp: &Fingerprint) -> bool {
+    filter.may_contain(fp.1)
+        && frozen
+            .iter()
+            .rev()
+            .any(|t| t.find(fp.0, |k| k == fp).is_some())
+}
+
+/// Bytes of a `hashbrown` table of fingerprints with this capacity: buckets are the
+/// next power of two above `cap * 8 / 7`, each 16 bytes plus a control byte, and a
+/// trailing group of 16 control bytes.
+fn table_bytes(cap: usize) -> usize {
+    if cap == 0 {
+        return 0;
+    }
+    let buckets = (cap * 8 / 7).next_power_of_two();
+    buckets * (std::mem::size_of::<Fingerprint>() + 1) + 16
+}
+
+/// A split-block Bloom filter (as in Parquet): each key sets one bit in each of the
+/// eight 32-bit words of one 256-bit block. The block comes from the key's high 32
+/// bits, the bits from its low 32 bits through eight odd multipliers.
+#[derive(Clone, Default)]
+struct BlockFilter {
+    blocks: Vec<[u32; 8]>,
+    /// Keys the filter is sized for at [`FILTER_BITS_PER_KEY`].
+    keys: usize,
+}
+
+/// Parquet's SBBF salts: odd multipliers, one per word of a block.
+const SALT: [u32; 8] = [
+    0x47b6_137b,
+    0x4497_4d91,
+    0x8824_ad5b,
+    0xa2b7_289d,
+    0x7054_95c7,
+    0x2df1_424b,
+    0x9efc_4947,
+    0x5c6b_fb31,
+];
+
+impl BlockFilter {
+    /// An empty filter for `keys` keys. **O(keys)**.
+    fn for_keys(keys: usize) -> Self {
+        let blocks = (keys * FILTER_BITS_PER_KEY).div_ceil(256).max(1);
+        BlockFilter {
+            blocks: vec![[0; 8]; blocks],
+            keys,
+        }
+    }
+
+    /// The block for `key`: its high 32 bits scaled onto the blocks (no division).
+    /// **O(1)**. The filter must have at least one block.
+    fn block_of(&self, key: u64) -> usize {
+        ((key >> 32) * self.blocks.len() as u64 >> 32) as usize
+    }
+
+    /// The bit set in each word of the block. **O(1)**.
+    fn mask(key: u64) -> [u32; 8] {
+        let low = key as u32;
+        SALT.map(|salt| 1 << (low.wrapping_mul(salt) >> 27))
+    }
+
+    /// Adds `key`. **O(1)**. The filter must have at least one block.
+    fn insert(&mut self, key: u64) {
+        let at = self.block_of(key);
+        let mask = Self::mask(key);
+        for (word, bit) in self.blocks[at].iter_mut().zip(mask) {
+            *word |= bit;
+        }
+    }
+
+    /// Whether `key` may have been added (always `true` if it was). **O(1)**.
+    fn may_contain(&self, key: u64) -> bool {
+        if self.blocks.is_empty() {
+            return false;
+        }
+        let block = &self.blocks[self.block_of(key)];
+        let mask = Self::mask(key);
+        block.iter().zip(mask).all(|(word, bit)| word & bit != 0)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.blocks.capacity() * std::mem::size_of::<[u32; 8]>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    fn fp(a: u64, b: u64) -> Fingerprint {
+        Fingerprint(a, b)
+    }
+
+    /// A splitmix64 step: random-looking words, deterministic.
+    fn mix(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    #[test]
+    fn refuses_exactly_the_repeats_across_freezes() {
+        let mut used = UsedIds::with_recent_buckets(16);
+        let n = 5_000u64;
+        for i in 0..n {
+            assert!(used.insert(fp(mix(i), mix(i + n))), "fresh {i}");
+        }
+        assert!(used.frozen.len() > 100, "many freezes");
+        used.assert_invariants();
+        let bytes = used.heap_bytes();
+        for i in 0..n {
+            assert!(!used.insert(fp(mix(i), mix(i + n))), "repeat {i}");
+            assert!(used.contains(&fp(mix(i), mix(i + n))));
+        }
+        assert_eq!(used.len(), n as usize);
+        assert_eq!(used.heap_bytes(), bytes, "refusals change nothing");
+        // Either word alone is not the fingerprint.
+        for i in 0..n {
+            assert!(!used.contains(&fp(mix(i), mix(i + n + 1))));
+            assert!(!used.contains(&fp(mix(i + 1), mix(i + n))));
+        }
+        let all: HashSet<_> = used.iter().collect();
+        assert_eq!(all.len(), n as usize);
+    }
+
+    #[test]
+    fn shared_words_are_told_apart() {
+        // All share one second word (the filter says "maybe" to all of them), or one
+        // first word (one probe chain in every table).
+        let mut used = UsedIds::with_recent_buckets(8);
+        for i in 0..200 {
+            assert!(used.insert(fp(mix(i), 7)));
+            assert!(used.insert(fp(7, mix(i))));
+        }
+        used.assert_invariants();
+        for i in 0..200 {
+            assert!(!used.insert(fp(mix(i), 7)));
+            assert!(!used.insert(fp(7, mix(i))));
+            assert!(!used.contains(&fp(mix(i), 8)));
+            assert!(!used.contains(&fp(8, mix(i))));
+        }
+        assert_eq!(used.len(), 400);
+    }
+
+    #[test]
+    fn the_filter_has_few_false_positives() {
+        let mut filter = BlockFilter::for_keys(10_000);
+        for i in 0..10_000 {
+            filter.insert(mix(i));
+        }
+        assert!((0..10_000).all(|i| filter.may_contain(mix(i))));
+        let false_positives = (10_000..110_000)
+            .filter(|&i| filter.may_contain(mix(i)))
+            .count();
+        // About 0.1% expected at 16 bits per key; 0.5% would mean a broken mask.
+        assert!(false_positives < 500, "{false_positives} of 100,000");
+    }
+
+    #[test]
+    fn heap_bytes_counts_full_tables_and_the_filter() {
+        let mut used = UsedIds::with_recent_buckets(1 << 10);
+        assert_eq!(used.heap_bytes(), 0);
+        for i in 0..10_000 {
+            used.insert(fp(mix(i), mix(!i)));
+        }
+        // 11 frozen tables of 1,024 buckets, a recent one, a filter of 2 bytes per key.
+        let tables = 12 * (1024 * 17 + 16);
+        assert!(used.heap_bytes() >= tables, "{}", used.heap_bytes());
+        assert!(used.heap_bytes() <= tables + 10_000 * 4 + 16 * 32, "{}", used.heap_bytes());
+    }
+
+    /// One step of a random sequence, as indices into a pool of words (reduced modulo
+    /// the pool's size, then mixed), so repeats and fingerprints sharing one word are
+    /// common; `None` is the constant word 1.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(Option<u64>, Option<u64>),
+        Contains(Option<u64>, Option<u64>),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let word = || (0..1_000u64).prop_map(Some);
+        prop_oneof![
+            3 => (word(), word()).prop_map(|(a, b)| Op::Insert(a, b)),
+            1 => (word(), word()).prop_map(|(a, b)| Op::Contains(a, b)),
+            // Equal second words, equal first words.
+            1 => word().prop_map(|a| Op::Insert(a, None)),
+            1 => word().prop_map(|b| Op::Insert(None, b)),
+            1 => word().prop_map(|a| Op::Contains(a, None)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_hash_set(
+            buckets in prop_oneof![Just(8usize), Just(16), Just(64)],
+            pool in prop_oneof![Just(8u64), Just(64), Just(1_000)],
+            ops in prop::collection::vec(op(), 0..1_500),
+        ) {
+            let word = |w: Option<u64>| w.map_or(1, |i| mix(i % pool));
+            let mut used = UsedIds::with_recent_buckets(buckets);
+            let mut oracle = HashSet::new();
+            for op in ops {
+                match op {
+                    Op::Insert(a, b) => {
+                        let f = fp(word(a), word(b));
+                        let before = used.heap_bytes();
+                        let fresh = used.insert(f);
+                        prop_assert_eq!(fresh, oracle.insert(f));
+                        if !fresh {
+                            prop_assert_eq!(used.heap_bytes(), before);
+                        }
+                    }
+                    Op::Contains(a, b) => {
+                        let f = fp(word(a), word(b));
+                        prop_assert_eq!(used.contains(&f), oracle.contains(&f));
+                    }
+                }
+                prop_assert_eq!(used.len(), oracle.len());
+            }
+            used.assert_invariants();
+            let all: HashSet<_> = used.iter().collect();
+            prop_assert_eq!(all, oracle);
+        }
+    }
+}
