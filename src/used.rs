@@ -282,7 +282,7 @@ impl BlockFilter {
     /// The block for `key`: its high 32 bits scaled onto the blocks (no division).
     /// **O(1)**. The filter must have at least one block.
     fn block_of(&self, key: u64) -> usize {
-        ((key >> 32) * self.blocks.len() as u64 >> 32) as usize
+        (((key >> 32) * self.blocks.len() as u64) >> 32) as usize
     }
 
     /// The bit set in each word of the block. **O(1)**.
