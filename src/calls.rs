@@ -450,9 +450,7 @@ impl CallBook {
     }
 
     pub(crate) fn completed(&self) -> impl Iterator<Item = Fingerprint> + '_ {
-        self.used
-            .iter()
-            .filter(|fp| !self.pending.contains_key(fp))
+        self.used.iter().filter(|fp| !self.pending.contains_key(fp))
     }
 
     /// Adds a pending call; `false` (and nothing added) if its id is already in the book.
