@@ -75,7 +75,7 @@ const FILTER_BITS_PER_KEY: usize = 16;
 /// Every fingerprint inserted, in a small table of recent ones, frozen full tables of
 /// older ones, and a filter over the frozen ones. See the module docs.
 ///
-/// Invariants (checked by [`UsedIds::assert_invariants`]):
+/// Invariants (checked by `UsedIds::assert_invariants`):
 /// - no fingerprint is in two tables, nor twice in one;
 /// - `recent.len() < recent_max`, and every frozen table holds exactly `recent_max`;
 /// - `frozen_len` is the sum of the frozen tables' lengths;
