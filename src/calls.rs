@@ -58,9 +58,9 @@
 //!
 //! The seeds come from foldhash's per-process random source (no syscall per tracker).
 
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
-use hashbrown::HashMap;
+use crate::fp_map::FpMap;
 
 use crate::record::CallId;
 use crate::used::UsedIds;
@@ -69,6 +69,19 @@ use crate::used::UsedIds;
 /// entries stay 16 bytes where a `u128` would pad them to 32).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Fingerprint(pub(crate) u64, pub(crate) u64);
+
+#[cfg(test)]
+impl Fingerprint {
+    /// A fingerprint from its two words, for tests.
+    pub(crate) fn from_parts(a: u64, b: u64) -> Self {
+        Fingerprint(a, b)
+    }
+
+    /// A total order, for sorting in tests.
+    pub(crate) fn sort_key(self) -> (u64, u64) {
+        (self.0, self.1)
+    }
+}
 
 #[cfg(feature = "serde")]
 impl Fingerprint {
@@ -109,8 +122,6 @@ impl Hasher for FingerprintHasher {
         self.0 ^= word;
     }
 }
-
-type Build = BuildHasherDefault<FingerprintHasher>;
 
 /// A call whose `tool_use` has been appended and whose `tool_result` has not.
 #[derive(Clone, Debug)]
@@ -161,8 +172,9 @@ pub(crate) enum SeenUse {
 #[derive(Clone)]
 pub(crate) struct CallBook {
     seeds: [u64; 2],
-    pending: HashMap<Fingerprint, PendingCall, Build>,
-    early: HashMap<Fingerprint, EarlyResult, Build>,
+    /// Short inline lists in real logs, hash tables past 16 entries (`crate::fp_map`).
+    pending: FpMap<PendingCall>,
+    early: FpMap<EarlyResult>,
     /// Every id whose `tool_use` was appended (pending or answered) or that a summary
     /// covered; the completed calls are `used` minus `pending`. Why one set for both:
     /// a new `tool_use` then costs one probe of this large table (an insert that
@@ -185,8 +197,8 @@ impl CallBook {
     pub(crate) fn with_seeds(seeds: [u64; 2]) -> Self {
         CallBook {
             seeds,
-            pending: HashMap::default(),
-            early: HashMap::default(),
+            pending: FpMap::default(),
+            early: FpMap::default(),
             used: UsedIds::new(),
         }
     }
@@ -359,17 +371,8 @@ impl CallBook {
 
     /// Heap bytes held by the maps (their tables and the pending ids' strings).
     pub(crate) fn heap_bytes(&self) -> usize {
-        fn table<K, V>(cap: usize) -> usize {
-            // hashbrown: one control byte per bucket plus a group of trailing ones;
-            // buckets are the next power of two above cap * 8 / 7.
-            if cap == 0 {
-                return 0;
-            }
-            let buckets = (cap * 8 / 7).next_power_of_two();
-            buckets * (std::mem::size_of::<(K, V)>() + 1) + 16
-        }
-        table::<Fingerprint, PendingCall>(self.pending.capacity())
-            + table::<Fingerprint, EarlyResult>(self.early.capacity())
+        self.pending.heap_bytes()
+            + self.early.heap_bytes()
             + self.used.heap_bytes()
             + self
                 .pending
@@ -386,7 +389,9 @@ impl CallBook {
     /// Checks the book's own invariants. Panics with a description if one fails.
     pub(crate) fn assert_invariants(&self, len: usize) {
         self.used.assert_invariants();
-        for (fp, p) in &self.pending {
+        self.pending.assert_invariants();
+        self.early.assert_invariants();
+        for (fp, p) in self.pending.iter() {
             assert_eq!(
                 *fp,
                 self.fingerprint(&p.id),
@@ -409,7 +414,7 @@ impl CallBook {
                 p.id
             );
         }
-        for (fp, e) in &self.early {
+        for (fp, e) in self.early.iter() {
             assert_eq!(
                 *fp,
                 self.fingerprint(&e.id),

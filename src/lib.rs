@@ -53,6 +53,7 @@
 
 mod calls;
 mod error;
+mod fp_map;
 mod index;
 mod limits;
 mod mode;

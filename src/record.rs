@@ -393,6 +393,11 @@ mod call_id_tests {
             let map: HashMap<CallId, u8> = HashMap::from([(forms[1].clone(), 1)]);
             assert_eq!(map.get(id), Some(&1), "Borrow<str> lookup of {id:?}");
         }
-        assert!(CallId::from("a") < CallId::from(long) && CallId::from(long) < CallId::from("g"));
+        let mut ids: Vec<CallId> = ["g", long, "a"].into_iter().map(CallId::from).collect();
+        ids.sort();
+        assert_eq!(
+            ids.iter().map(CallId::as_str).collect::<Vec<_>>(),
+            ["a", long, "g"]
+        );
     }
 }
