@@ -349,14 +349,17 @@ impl CallBook {
 
     /// Calls open at once, each keeping its id as a string: pending calls plus results
     /// waiting for their call. **O(1)**.
+    #[inline]
     pub(crate) fn open_len(&self) -> usize {
         self.pending.len() + self.early.len()
     }
 
+    #[inline]
     pub(crate) fn pending_is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 
+    #[inline]
     pub(crate) fn pending_len(&self) -> usize {
         self.pending.len()
     }
