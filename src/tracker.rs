@@ -218,7 +218,14 @@ impl Tracker {
             other => other,
         };
         let record = Record::new(kind, tokens);
-        self.push_record(if bound { record.bound_to_previous() } else { record }, false)
+        self.push_record(
+            if bound {
+                record.bound_to_previous()
+            } else {
+                record
+            },
+            false,
+        )
     }
 
     /// The fast path of [`append`](Tracker::append) for a closed record without a call
