@@ -106,9 +106,11 @@ impl PartialEq for CallId {
 impl Eq for CallId {}
 
 impl std::hash::Hash for CallId {
-    /// Hashes exactly as the `str` does, so that `Borrow<str>` lookups work.
+    /// Hashes exactly as the `str` does (its bytes, then `0xff`: `Hasher::write_str`'s
+    /// default), so that `Borrow<str>` lookups work, without re-checking UTF-8.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
+        state.write(self.as_bytes());
+        state.write_u8(0xff);
     }
 }
 
