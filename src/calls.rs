@@ -21,7 +21,8 @@
 //! the time, far behind the one random probe per call into `used` (then one table of
 //! 16 bytes per call ever made: a cache miss once the log passes ~10^5 records; now a
 //! [`UsedIds`] that keeps that probe in the caches, see src/used.rs) and freeing the
-//! id strings the caller handed over. Kept as is, for the key: seeded
+//! id strings the caller handed over (gone since [`CallId`] stores provider-length ids
+//! inline). Kept as is, for the key: seeded
 //! XXH3 (64- and 128-bit) has a known seed-independent weakness: two 32-240-byte
 //! messages built by complementing their first two 8-byte words collide with
 //! probability about 2^-27 over a random seed or secret (xxHash issue #1127), so an
@@ -31,6 +32,11 @@
 //! below rests on. Interning ids would not help either: each id occurs twice (call and
 //! result) and is never looked up again, so a fingerprint is already the cheapest
 //! handle.
+//!
+//! The pending calls and the early results are `crate::fp_map::FpMap`s: inline lists
+//! scanned by fingerprint while at most 16 are open (real logs hold 0-7), hash tables
+//! keyed by the fingerprint's first word beyond that.
+//!
 //! # Hashing: the choice and its cost
 //!
 //! Call ids come from model output, tool frameworks, or a file anyone can write, so the
