@@ -203,29 +203,13 @@ impl Tracker {
     /// as it was before the call.
     #[inline]
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
-        let bound = record.is_bound_to_previous();
-        let (kind, tokens) = record.into_parts();
-        let kind = match kind {
-            plain @ (RecordKind::User | RecordKind::Assistant) => {
-                if let Some(appended) = self.push_plain(tokens, bound) {
-                    // These variants own nothing; forgetting skips an out-of-line call
-                    // to their drop glue (7% of an id-free append in a profile).
-                    std::mem::forget(plain);
-                    return Ok(appended);
-                }
-                plain
+        if let RecordKind::User | RecordKind::Assistant = record.kind() {
+            if let Some(appended) = self.push_plain(record.tokens(), record.is_bound_to_previous())
+            {
+                return Ok(appended);
             }
-            other => other,
-        };
-        let record = Record::new(kind, tokens);
-        self.push_record(
-            if bound {
-                record.bound_to_previous()
-            } else {
-                record
-            },
-            false,
-        )
+        }
+        self.push_record(record, false)
     }
 
     /// The fast path of [`append`](Tracker::append) for a closed record without a call
@@ -241,15 +225,7 @@ impl Tracker {
             return None;
         }
         let new_total = self.total_tokens().checked_add(tokens)?;
-        if bound && at > 0 {
-            // Rule (c), as in `push_record`.
-            self.cuts.revoke_after(at - 1);
-        }
-        self.sums.push(new_total);
-        let cut_after_is_legal = self.cut_at_len_is_legal();
-        if cut_after_is_legal {
-            self.cuts.push(at + 1);
-        }
+        let cut_after_is_legal = self.commit(at, new_total, bound, false);
         Some(Appended {
             at,
             cut_after_is_legal,
@@ -349,6 +325,20 @@ impl Tracker {
             }
         };
 
+        let cut_after_is_legal = self.commit(at, new_total, bound, open);
+        Ok(Appended {
+            at,
+            cut_after_is_legal,
+            anomaly,
+        })
+    }
+
+    /// The index side of accepting record `at` (whose calls are already booked): rule
+    /// (c) for the cut before it, its prefix sum, and the cut after it, which is legal
+    /// when the record is closed and no call is pending (rule (a)). Returns whether it
+    /// is. **O(1)** amortized.
+    #[inline]
+    fn commit(&mut self, at: usize, new_total: u64, bound: bool, open: bool) -> bool {
         if bound && at > 0 {
             // Rule (c): the cut right before this record (the newest cut) is illegal.
             self.cuts.revoke_after(at - 1);
@@ -359,11 +349,7 @@ impl Tracker {
         if cut_after_is_legal {
             self.cuts.push(at + 1);
         }
-        Ok(Appended {
-            at,
-            cut_after_is_legal,
-            anomaly,
-        })
+        cut_after_is_legal
     }
 
     /// Rule (a) for cut `len`, decided when the last record is complete.
