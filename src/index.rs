@@ -231,8 +231,6 @@ pub(crate) struct PrefixSums {
     len: usize,
     shift: u64,
     total: u64,
-    /// The true base of the last block (0 when there is none): what `push` needs.
-    last_base: u64,
     /// Every 64th stored base (`upper[j] == bases[64 * j]`), for searches over long
     /// logs: 2,442 entries (20 KB, in L1/L2) at 10^7 records. Built by the first search
     /// that needs it, kept exact by pushes, dropped by a compaction (which shifts block
@@ -277,8 +275,9 @@ impl PrefixSums {
         if s % B == 0 {
             self.new_block();
         }
-        let value = total - self.last_base;
-        // There is a last block: `new_block` added one for this slot if needed.
+        // `new_block` ran if this slot starts one, so there is a last block.
+        let base = self.bases.back().map_or(0, |b| b.wrapping_add(self.shift));
+        let value = total - base;
         match self.offs.back_mut() {
             Some(Offsets::Narrow(o)) if value <= u64::from(u32::MAX) => o[s % B] = value as u32,
             Some(offs) => offs.set(s % B, value),
@@ -300,7 +299,6 @@ impl PrefixSums {
         }
         self.bases.push_back(stored);
         self.offs.push_back(Offsets::empty());
-        self.last_base = self.total;
     }
 
     /// Makes the last record's inclusive prefix sum `total` (`len > 0`, and `total` is
@@ -441,7 +439,6 @@ impl PrefixSums {
             self.rewrite(start, &moved);
         }
         self.total = self.at(self.len - 1);
-        self.last_base = self.base(self.bases.len() - 1);
         // Give back deque space once it is mostly empty: O(blocks), but only after at
         // least that many blocks were dropped, so O(1) amortized per dropped block.
         if self.offs.capacity() > 4 * self.offs.len() + 16 {
