@@ -136,12 +136,11 @@ impl<V> FpMap<V> {
         }
     }
 
-    /// The entries, in no particular order. **O(1)** per entry.
-    pub(crate) fn iter(&self) -> Box<dyn Iterator<Item = (&Fingerprint, &V)> + '_> {
-        match &self.table {
-            Some(t) => Box::new(t.iter()),
-            None => Box::new(self.list.iter().map(|(k, v)| (k, v))),
-        }
+    /// The entries, in no particular order. **O(1)** per entry. (The list is empty
+    /// whenever the table exists, so chaining the two yields each entry once.)
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Fingerprint, &V)> {
+        let list = self.list.iter().map(|(k, v)| (k, v));
+        list.chain(self.table.iter().flat_map(|t| t.iter()))
     }
 
     /// The values, in no particular order. **O(1)** per entry.
@@ -150,11 +149,9 @@ impl<V> FpMap<V> {
     }
 
     /// The values, mutably, in no particular order. **O(1)** per entry.
-    pub(crate) fn values_mut(&mut self) -> Box<dyn Iterator<Item = &mut V> + '_> {
-        match &mut self.table {
-            Some(t) => Box::new(t.values_mut()),
-            None => Box::new(self.list.iter_mut().map(|(_, v)| v)),
-        }
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        let list = self.list.iter_mut().map(|(_, v)| v);
+        list.chain(self.table.iter_mut().flat_map(|t| t.values_mut()))
     }
 
     /// Heap bytes of the map's own storage (not of what the values own). **O(1)**.
