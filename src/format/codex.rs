@@ -38,14 +38,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             Some("response_item") => {
                 let parsed = openai_responses::item(payload.get(), counter)
                     .map_err(|m| invalid(format!("payload: {m}")))?;
-                messages.push(Message {
-                    role: parsed.role,
-                    line,
-                    spans: vec![span],
-                    blocks: parsed.blocks,
-                    bound: false,
-                    starts_history: false,
-                });
+                messages.push(Message::from_span(parsed.role, line, span, parsed.blocks));
             }
             Some("compacted") => {
                 let compacted: Compacted<'_> = serde_json::from_str(payload.get())

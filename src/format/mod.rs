@@ -191,6 +191,24 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message read from one span of the input (one JSON value or line), not bound
+    /// to the one before it and not starting a history. **O(1)**.
+    pub(crate) fn from_span(
+        role: Role,
+        line: usize,
+        span: Range<usize>,
+        blocks: Vec<(Block, u64)>,
+    ) -> Message {
+        Message {
+            role,
+            line,
+            spans: vec![span],
+            blocks,
+            bound: false,
+            starts_history: false,
+        }
+    }
+
     /// The message's tool calls: `(block index, id, name)`. **O(blocks)**.
     pub fn calls(&self) -> impl Iterator<Item = (usize, &CallId, &str)> + '_ {
         self.blocks
@@ -305,14 +323,7 @@ pub fn read(
                     line,
                     message: format!("message {index}: {m}"),
                 })?;
-                messages.push(Message {
-                    role: parsed.role,
-                    line,
-                    spans: vec![span],
-                    blocks: parsed.blocks,
-                    bound: false,
-                    starts_history: false,
-                });
+                messages.push(Message::from_span(parsed.role, line, span, parsed.blocks));
             }
             (messages, Some(doc.array_span))
         }

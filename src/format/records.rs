@@ -36,12 +36,8 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
             _ => (Role::User, Block::Text),
         };
         messages.push(Message {
-            role,
-            line,
-            spans: vec![span],
-            blocks: vec![(block, tokens)],
             bound,
-            starts_history: false,
+            ..Message::from_span(role, line, span, vec![(block, tokens)])
         });
     }
     Ok(messages)
