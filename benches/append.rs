@@ -11,8 +11,8 @@ use std::hash::BuildHasher;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use cutpoint::Tracker;
 use cutpoint::synth::Session;
-use cutpoint::{Record, Tracker};
 use std::hint::black_box;
 
 const SIZES: [usize; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
@@ -53,11 +53,7 @@ fn append(c: &mut Criterion) {
                 |()| {
                     let mut t = Tracker::new();
                     for i in 0..n as u64 {
-                        let r = if i % 2 == 0 {
-                            Record::user(i % 500)
-                        } else {
-                            Record::assistant(i % 700)
-                        };
+                        let r = Session::plain_record(i);
                         t.append(r).expect("valid");
                     }
                     black_box(t.legal_cut_count());

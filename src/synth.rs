@@ -66,6 +66,16 @@ impl Session {
         }
     }
 
+    /// Record `i` of the id-free sequence the benchmarks append: user and assistant
+    /// records in turn, tens to hundreds of tokens. **O(1)**, no allocation.
+    pub fn plain_record(i: u64) -> Record {
+        if i % 2 == 0 {
+            Record::user(i % 500)
+        } else {
+            Record::assistant(i % 700)
+        }
+    }
+
     /// The first `n` records of the session from `seed`. **O(n)**.
     pub fn records(seed: u64, n: usize) -> Vec<Record> {
         Session::new(seed).take(n).collect()

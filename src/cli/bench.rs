@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cutpoint::synth::{Rng, Session};
-use cutpoint::{Record, Tracker, reference};
+use cutpoint::{Tracker, reference};
 
 /// Arguments of `cutpoint bench`.
 #[derive(clap::Args)]
@@ -91,11 +91,7 @@ fn measure(args: &Args) -> Result<String, String> {
         let start = Instant::now();
         let mut t = Tracker::new();
         for i in 0..n as u64 {
-            let r = if i % 2 == 0 {
-                Record::user(i % 500)
-            } else {
-                Record::assistant(i % 700)
-            };
+            let r = Session::plain_record(i);
             t.append(r)
                 .map_err(|e| format!("record {i} without id refused: {e}"))?;
         }
