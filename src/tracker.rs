@@ -203,13 +203,31 @@ impl Tracker {
     /// as it was before the call.
     #[inline]
     pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
-        if let RecordKind::User | RecordKind::Assistant = record.kind() {
-            if let Some(appended) = self.push_plain(record.tokens(), record.is_bound_to_previous())
-            {
-                return Ok(appended);
+        let bound = record.is_bound_to_previous();
+        let (kind, tokens) = record.into_parts();
+        let kind = match kind {
+            plain @ (RecordKind::User | RecordKind::Assistant) => {
+                if let Some(appended) = self.push_plain(tokens, bound) {
+                    // These variants own nothing; forgetting skips an out-of-line call
+                    // to their drop glue (7% of an id-free append in a profile; 74
+                    // against 54 M records/s in one back-to-back pair of
+                    // `append/no_ids/1000` runs, where runs vary by +-15%).
+                    std::mem::forget(plain);
+                    return Ok(appended);
+                }
+                plain
             }
-        }
-        self.push_record(record, false)
+            other => other,
+        };
+        let record = Record::new(kind, tokens);
+        self.push_record(
+            if bound {
+                record.bound_to_previous()
+            } else {
+                record
+            },
+            false,
+        )
     }
 
     /// The fast path of [`append`](Tracker::append) for a closed record without a call
