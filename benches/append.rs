@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use cutpoint::Tracker;
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 use std::hint::black_box;
 
 const SIZES: [usize; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];

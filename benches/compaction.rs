@@ -13,7 +13,7 @@
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use cutpoint::Tracker;
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 
 fn compaction(c: &mut Criterion) {
     let mut group = c.benchmark_group("replace_region");

@@ -4,7 +4,7 @@
 //! before timing; throughput is events per second.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 use cutpoint::{Event, Record, Tracker};
 use std::hint::black_box;
 
@@ -52,7 +52,7 @@ fn stream_events(c: &mut Criterion) {
             b.iter_batched(
                 || input.clone(),
                 |events| {
-                    let shared = cutpoint::stream::SharedTracker::default();
+                    let shared = cutpoint::stream::Shared::<Tracker>::default();
                     for e in events {
                         shared.handle(e).expect("valid");
                     }

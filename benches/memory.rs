@@ -10,7 +10,7 @@
 use std::alloc::System;
 
 use cutpoint::Tracker;
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]

@@ -18,9 +18,13 @@
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use cutpoint::search::{SampledIndex, partition_point_from_end};
-use cutpoint::synth::{Rng, Session};
-use cutpoint::{Tracker, reference};
+#[path = "support/sampled.rs"]
+#[allow(dead_code, reason = "this bench uses part of the prototype")]
+mod sampled;
+use cutpoint::Tracker;
+use cutpoint::testing::reference;
+use cutpoint::testing::synth::{Rng, Session};
+use sampled::{SampledIndex, partition_point_from_end};
 use std::hint::black_box;
 
 /// Seeded random targets across the log.

@@ -3,7 +3,7 @@
 //! 10^3..10^7 elements, with the same seeded random targets, in one run.
 //!
 //! - `partition_point`: the baseline, what `PrefixSums::first_reaching` does today.
-//! - `sampled32` / `sampled64`: `cutpoint::search::SampledIndex` at two fanouts (the
+//! - `sampled32` / `sampled64`: `SampledIndex` (the prototype in `benches/support/sampled.rs`) at two fanouts (the
 //!   one kept; 16 and 128 lost to both in an earlier run).
 //! - `eytzinger`: BFS layout, branch-free descent, no prefetch (see `search`'s docs).
 //! - `interpolation`: a guess from the line through the first and last sums, then a
@@ -14,8 +14,11 @@
 //! Every contender's answers are checked against `partition_point` before timing.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use cutpoint::search::SampledIndex;
-use cutpoint::synth::{Rng, Session};
+#[path = "support/sampled.rs"]
+#[allow(dead_code, reason = "this bench uses part of the prototype")]
+mod sampled;
+use cutpoint::testing::synth::{Rng, Session};
+use sampled::SampledIndex;
 use std::hint::black_box;
 use std::time::Duration;
 

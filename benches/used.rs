@@ -9,7 +9,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use cutpoint::UsedIds;
+use cutpoint::testing::UsedIds;
 use std::hint::black_box;
 
 const SIZES: [usize; 3] = [100_000, 1_000_000, 3_000_000];

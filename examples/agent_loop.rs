@@ -5,18 +5,21 @@
 //! results push the log over budget mid-turn. After every event the loop asks the
 //! [`TriggerPolicy`] for a plan ([`TriggerPolicy::plan`]): it compacts when a legal cut
 //! exists, and defers while calls are in flight, waiting on
-//! [`SharedTracker::legal_cut_ready`] for the next safe point (the moment the last
-//! pending result lands) instead of polling.
+//! [`Shared::legal_cut_ready`] for the next safe point (the moment the last pending
+//! result lands) instead of polling.
 //!
-//! The transcript is a compaction [`Log`]: every record with its payload (tool names,
-//! arguments, results), so a summary carries an argument-faithful ledger of the calls
-//! it covers. Compaction is the real one: the policy's [`Plan`] (region, pair atoms,
-//! retained tail) is applied in place by [`Log::apply`], and the shared tracker that
-//! the waiters watch is updated in place by [`Tracker::replace_region`]; nothing is
-//! rebuilt. After every compaction (and at the end) the log is checked with
-//! [`cutpoint::validate`]: calls pending at the end are legitimate mid-turn, any other
-//! violation, a changed pairing structure, or a tracker that disagrees with the log
-//! is a failure, and the program exits non-zero.
+//! The loop holds ONE structure: a compaction [`Log`] (every record with its payload,
+//! beside the tracker over the records) shared as [`Shared<Log>`](Shared). Events
+//! (with the payloads of calls and results) go into it, the policy plans on it, the
+//! compaction applies to it in place ([`Log::apply`]: the policy's [`Plan`] of region,
+//! pair atoms and retained tail), and deferred compactions await
+//! [`Shared::legal_cut_ready`] on it. Nothing is rebuilt and nothing is kept in step
+//! by hand. Summaries carry an argument-faithful ledger of the calls they cover,
+//! written by the one ledger renderer ([`summary_text`]). After every compaction (and
+//! at the end) the log is checked with [`validate`]: calls pending at the end are
+//! legitimate mid-turn; any other violation, a changed pairing structure, or a tracker
+//! that disagrees with the specification's code is a failure, and the program exits
+//! non-zero.
 //!
 //! No network; time is tokio's paused clock, so the run is deterministic from its seed
 //! and takes well under a second:
@@ -26,9 +29,10 @@
 //! ```
 //!
 //! To plug in a real summarizer, replace [`Agent::summarize`]: it gets the plan's units
-//! (one per pair) and returns the prose and the summary's token count.
+//! (one per pair) and returns the prose and the summary's token count. It runs outside
+//! the lock; a plan made stale meanwhile is refused by [`Log::apply`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
@@ -36,13 +40,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cutpoint::compact::{Entry, Log, Payload, Plan, ResultStatus, Unit};
+use cutpoint::compact::{
+    Entry, Log, Options, PairingStructure, Payload, Plan, ResultStatus, summary_text, validate,
+};
 use cutpoint::policy::{Planned, PlannedCut, TriggerPolicy};
-use cutpoint::reference;
-use cutpoint::stream::{SharedTracker, Tracked};
-use cutpoint::synth::Rng;
-use cutpoint::validate::{Options, PairingStructure};
-use cutpoint::{Event, Record, RecordKind, Tracker};
+use cutpoint::stream::Shared;
+use cutpoint::testing::reference;
+use cutpoint::testing::synth::Rng;
+use cutpoint::{Event, Record, RecordKind};
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedSender, unbounded};
 
@@ -71,19 +76,20 @@ pub(crate) struct Outcome {
 
 type Waiter = Pin<Box<dyn Future<Output = usize> + Send>>;
 
-/// The loop's state: the transcript, the turn it is in, and a deferred compaction's
-/// waiter.
+/// What the provider's stream and the tools send the loop: an event, with the payload
+/// of the record it opens or appends (a call's tool and arguments, a result's status
+/// and output).
+type Message = (Event, Payload);
+
+/// The loop's state: the shared transcript, the turn it is in, and a deferred
+/// compaction's waiter.
 struct Agent {
     rng: Rng,
-    tx: UnboundedSender<Event>,
-    /// The tracker the stream feeds and the waiters watch.
-    shared: SharedTracker,
+    tx: UnboundedSender<Message>,
+    /// The transcript, records with payloads beside their tracker: fed, planned on,
+    /// compacted and awaited, all through this one handle.
+    shared: Shared<Log>,
     policy: TriggerPolicy,
-    /// The transcript with payloads, fed the same events as `shared`.
-    log: Log,
-    /// Payloads of calls and results announced but not yet in the log, by call id.
-    calls: HashMap<String, Payload>,
-    results: HashMap<String, Payload>,
     /// Calls whose tool_use has opened and whose result has not landed: id -> turn.
     in_flight: BTreeMap<String, usize>,
     turn: usize,
@@ -97,16 +103,22 @@ struct Agent {
 }
 
 /// Sends `script` (delay before each event, in ms) from a task of its own, as a
-/// provider's stream or a tool would.
-fn spawn_script(tx: &UnboundedSender<Event>, script: Vec<(u64, Event)>) {
+/// provider's stream or a tool would. Events without a payload of their own carry
+/// `Payload::None`.
+fn spawn_script(tx: &UnboundedSender<Message>, script: Vec<(u64, Event, Payload)>) {
     let tx = tx.clone();
     tokio::spawn(async move {
-        for (delay, event) in script {
+        for (delay, event, payload) in script {
             tokio::time::sleep(Duration::from_millis(delay)).await;
             // The loop owns the receiver until the end; a send after it stopped is moot.
-            let _ = tx.unbounded_send(event);
+            let _ = tx.unbounded_send((event, payload));
         }
     });
+}
+
+/// A scripted event without a payload.
+fn step(delay: u64, event: Event) -> (u64, Event, Payload) {
+    (delay, event, Payload::None)
 }
 
 /// One of `items`, drawn from `rng`.
@@ -153,23 +165,6 @@ fn tool_result(rng: &mut Rng, tool: &str) -> Payload {
     }
 }
 
-/// One ledger line per covered call: `id tool arguments -> status: first line`.
-fn ledger(units: &[Unit]) -> String {
-    let mut s = String::new();
-    for u in units {
-        let _ = writeln!(
-            s,
-            "{} {} {} -> {}: {}",
-            u.call_id,
-            u.tool.as_deref().unwrap_or("?"),
-            u.arguments.as_deref().unwrap_or("?"),
-            u.status.map_or("?", ResultStatus::name),
-            u.first_line.as_deref().unwrap_or("")
-        );
-    }
-    s
-}
-
 impl Agent {
     fn line(&mut self, line: String) {
         println!("{line}");
@@ -192,7 +187,7 @@ impl Agent {
             self.rng.range(20, 400)
         };
         self.rounds_left = self.rng.range(1, 4);
-        spawn_script(&self.tx, vec![(0, Event::Record(Record::user(user)))]);
+        spawn_script(&self.tx, vec![step(0, Event::Record(Record::user(user)))]);
         self.start_round();
     }
 
@@ -205,14 +200,17 @@ impl Agent {
             self.rounds_left -= 1;
             self.rng.range(1, 4)
         };
-        let mut script = vec![(self.rng.range(5, 40), Event::Opened(Record::assistant(0)))];
+        let mut script = vec![step(
+            self.rng.range(5, 40),
+            Event::Opened(Record::assistant(0)),
+        )];
         let mut last_estimate = 0;
         for _ in 0..self.rng.range(2, 8) {
             let d = self.rng.range(5, 80);
             last_estimate += d;
-            script.push((self.rng.range(1, 15), Event::Delta { tokens: d }));
+            script.push(step(self.rng.range(1, 15), Event::Delta { tokens: d }));
         }
-        script.push((1, Event::Closed));
+        script.push(step(1, Event::Closed));
         for _ in 0..calls {
             self.next_call += 1;
             let id = format!(
@@ -221,47 +219,44 @@ impl Agent {
                 self.rng.next_u64() & 0xffff
             );
             let (tool, arguments) = tool_call(&mut self.rng);
-            self.calls.insert(
-                id.clone(),
-                Payload::Call {
-                    name: Some(tool.to_owned()),
-                    arguments: Some(arguments),
-                },
-            );
+            let call = Payload::Call {
+                name: Some(tool.to_owned()),
+                arguments: Some(arguments),
+            };
             // The id comes with the block start: pending from here on.
             let open = Record::tool_use(id, 0).bound_to_previous();
-            script.push((self.rng.range(1, 10), Event::Opened(open)));
+            script.push((self.rng.range(1, 10), Event::Opened(open), call));
             last_estimate = 0;
             for _ in 0..self.rng.range(1, 5) {
                 let d = self.rng.range(5, 60);
                 last_estimate += d;
-                script.push((self.rng.range(1, 10), Event::Delta { tokens: d }));
+                script.push(step(self.rng.range(1, 10), Event::Delta { tokens: d }));
             }
-            script.push((1, Event::Closed));
+            script.push(step(1, Event::Closed));
         }
         // The provider's exact count for the last block replaces the running estimate.
         let exact = last_estimate + self.rng.range(0, 6);
-        script.push((1, Event::UsageReported { tokens: exact }));
-        script.push((1, Event::TurnEnded));
+        script.push(step(1, Event::UsageReported { tokens: exact }));
+        script.push(step(1, Event::TurnEnded));
         spawn_script(&self.tx, script);
     }
 
     /// The model's message is complete: run its calls concurrently, each with its own
     /// latency and result size; they land in whatever order they finish.
     fn dispatch_tools(&mut self) {
-        let calls: Vec<(String, String)> = self
-            .log
-            .entries()
-            .iter()
-            .rev()
-            .take_while(|e| !matches!(e.record.kind(), RecordKind::Assistant))
-            .filter_map(|e| match (e.record.kind(), &e.payload) {
-                (RecordKind::ToolUse(id), Payload::Call { name, .. }) => {
-                    Some((id.to_string(), name.clone().unwrap_or_default()))
-                }
-                _ => None,
-            })
-            .collect();
+        let calls: Vec<(String, String)> = self.shared.read(|log| {
+            log.entries()
+                .iter()
+                .rev()
+                .take_while(|e| !matches!(e.record.kind(), RecordKind::Assistant))
+                .filter_map(|e| match (e.record.kind(), &e.payload) {
+                    (RecordKind::ToolUse(id), Payload::Call { name, .. }) => {
+                        Some((id.to_string(), name.clone().unwrap_or_default()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        });
         // The results of one round form one user message: the first to land starts it,
         // the others are bound to it (no cut between them).
         let landed = Arc::new(AtomicUsize::new(0));
@@ -272,8 +267,7 @@ impl Agent {
             } else {
                 self.rng.range(50, 2_500)
             };
-            let result = tool_result(&mut self.rng, &tool);
-            self.results.insert(id.clone(), result);
+            let payload = tool_result(&mut self.rng, &tool);
             self.in_flight.insert(id.clone(), self.turn);
             let (tx, landed) = (self.tx.clone(), landed.clone());
             tokio::spawn(async move {
@@ -282,23 +276,22 @@ impl Agent {
                 if landed.fetch_add(1, Ordering::Relaxed) > 0 {
                     result = result.bound_to_previous();
                 }
-                let _ = tx.unbounded_send(Event::Record(result));
+                let _ = tx.unbounded_send((Event::Record(result), payload));
             });
         }
     }
 
-    /// Mirrors one tracked event into the transcript, with its payload, and moves the
+    /// Applies one event, with its payload, to the shared transcript and moves the
     /// session on. Returns `false` once the last turn is over.
-    fn apply(&mut self, event: Event) -> bool {
-        let mirrored = match event {
+    fn apply(&mut self, event: Event, payload: Payload) -> bool {
+        let applied = match event {
             Event::Record(r) => {
                 // Complete records here are user messages and tool results.
                 let id = r.call_id().map(ToString::to_string);
-                let payload = id
-                    .as_ref()
-                    .and_then(|id| self.results.remove(id))
-                    .unwrap_or_default();
-                let appended = self.log.append(Entry::new(r, payload)).map(drop);
+                let appended = self
+                    .shared
+                    .update(|log| log.append(Entry::new(r, payload)))
+                    .map(drop);
                 if let Some(id) = id {
                     self.in_flight.remove(&id);
                     if self.in_flight.is_empty() {
@@ -309,21 +302,17 @@ impl Agent {
                 appended.map_err(|e| e.to_string())
             }
             Event::Opened(r) => {
-                let payload = match r.kind() {
-                    RecordKind::ToolUse(id) => {
-                        // In flight from its block start: its result is owed from now on.
-                        self.in_flight.insert(id.to_string(), self.turn);
-                        self.calls.remove(id.as_str()).unwrap_or_default()
-                    }
-                    _ => Payload::None,
-                };
-                self.log
-                    .open(Entry::new(r, payload))
+                if let RecordKind::ToolUse(id) = r.kind() {
+                    // In flight from its block start: its result is owed from now on.
+                    self.in_flight.insert(id.to_string(), self.turn);
+                }
+                self.shared
+                    .update(|log| log.open(Entry::new(r, payload)))
                     .map(drop)
                     .map_err(|e| e.to_string())
             }
             Event::TurnEnded => {
-                let handled = self.log.handle(Event::TurnEnded).map(drop);
+                let handled = self.shared.handle(Event::TurnEnded).map(drop);
                 self.dispatch_tools();
                 if self.in_flight.is_empty() {
                     // A message without calls is the turn's final answer.
@@ -334,22 +323,24 @@ impl Agent {
                 }
                 handled.map_err(|e| e.to_string())
             }
-            other => self.log.handle(other).map(drop).map_err(|e| e.to_string()),
+            other => self
+                .shared
+                .handle(other)
+                .map(drop)
+                .map_err(|e| e.to_string()),
         };
-        if let Err(e) = mirrored {
-            self.fail(format!(
-                "turn {}: the log refused an event the tracker took: {e}",
-                self.turn
-            ));
+        if let Err(e) = applied {
+            self.fail(format!("turn {}: the log refused an event: {e}", self.turn));
         }
         true
     }
 
     /// Asks the policy and acts: compacts, or defers and sets the waiter.
     fn consult(&mut self, why: &str) {
-        match self.policy.plan(&self.log) {
+        let policy = self.policy;
+        match self.shared.read(|log| policy.plan(log)) {
             Planned::CompactNow { cut, plan } => self.compact(&cut, &plan, why),
-            Planned::Defer(d) => {
+            Planned::Wait(d) => {
                 self.out.deferrals += 1;
                 let line = format!(
                     "turn {}: deferred compaction at {} tokens (threshold {}): {d}",
@@ -365,10 +356,11 @@ impl Agent {
         }
     }
 
-    /// A stand-in for an LLM summarizer: prose naming what the region did, and the
-    /// summary's size (prose plus the ledger of its units, about 4 characters a token).
+    /// A stand-in for an LLM summarizer, run outside the lock: prose naming what the
+    /// region did, and the summary's size (prose plus the ledger of its units as
+    /// [`summary_text`] writes it, about 4 characters a token).
     fn summarize(&self, plan: &Plan) -> (String, u64) {
-        let units = self.log.units(plan);
+        let units = self.shared.read(|log| log.units(plan));
         let failed = units
             .iter()
             .filter(|u| u.status == Some(ResultStatus::Error))
@@ -378,39 +370,34 @@ impl Agent {
             self.turn,
             units.len()
         );
-        let chars = text.len() + ledger(&units).len();
+        let chars = summary_text(&text, &units).len();
         (text, (chars / 4) as u64 + 16)
     }
 
-    /// Compacts `plan`'s region into one summary record, in place in the log and in
-    /// the shared tracker, then validates.
+    /// Compacts `plan`'s region into one summary record, in place in the shared log
+    /// (records, payloads and tracker at once), then validates.
     fn compact(&mut self, cut: &PlannedCut, plan: &Plan, why: &str) {
-        let before = cutpoint::validate(self.log.entries(), Options::allowing_pending());
+        let before = self
+            .shared
+            .read(|log| validate(log.entries(), Options::allowing_pending()));
         let (text, summary_tokens) = self.summarize(plan);
-        let applied = match self.log.apply(plan, Some(text), summary_tokens) {
+        let applied = self
+            .shared
+            .update(|log| log.apply(plan, Some(text), summary_tokens));
+        let applied = match applied {
             Ok(applied) => applied,
             Err(e) => {
                 self.fail(format!("turn {}: applying {plan}: {e}", self.turn));
                 return;
             }
         };
-        // The same region in the tracker the waiters watch, in place too.
         let (start, end) = (plan.region.start, plan.region.end);
-        if let Err(e) = self
-            .shared
-            .update(|t| t.replace_region(start, end, summary_tokens))
-        {
-            self.fail(format!(
-                "turn {}: the shared tracker refused {start}..{end}: {e}",
-                self.turn
-            ));
-        }
         // Positions from before this compaction are stale. Any waiter was made in the
         // old numbering: drop it; the policy recreates one in the new numbering if it
         // still has to wait.
         self.waiter = None;
         self.out.compactions += 1;
-        let after = self.log.tracker().total_tokens();
+        let after = self.shared.read(|log| log.tracker().total_tokens());
         let mut line = format!(
             "turn {}: compacted records {start}..{end} ({} tokens, {} calls) into a {summary_tokens}-token summary{}; log {} -> {after} tokens",
             self.turn,
@@ -438,49 +425,42 @@ impl Agent {
         }
     }
 
-    /// Validates the log ([`cutpoint::validate`], pending calls at the end allowed) and
-    /// checks that its pairing structure is `structure` (when given), that the calls it
-    /// holds pending are exactly those in flight, and that the shared tracker and the
-    /// log's agree with each other and with the reference on every cut.
-    /// **O(n²)** (the reference rescans per cut): fine after each compaction.
+    /// Validates the log ([`validate`], pending calls at the end allowed) and checks
+    /// that its pairing structure is `structure` (when given), that the calls it holds
+    /// pending are exactly those in flight, and that its tracker agrees with the
+    /// specification's code on every cut. **O(n²)** (the reference rescans per cut):
+    /// fine after each compaction.
     fn check(&self, structure: Option<&PairingStructure>) -> Result<(), String> {
-        let report = cutpoint::validate(self.log.entries(), Options::allowing_pending());
-        if let Some(v) = report.violations.first() {
-            return Err(format!("{} violations, first {v}", report.violations.len()));
-        }
-        if structure.is_some_and(|s| *s != report.structure) {
-            return Err("the pairing structure changed".to_owned());
-        }
-        let t = self.log.tracker();
-        let pending: BTreeSet<String> =
-            t.pending_calls().iter().map(|p| p.id.to_string()).collect();
-        if !pending.iter().eq(self.in_flight.keys()) {
-            return Err(format!(
-                "pending calls {pending:?}, in flight {:?}",
-                self.in_flight.keys().collect::<Vec<_>>()
-            ));
-        }
-        let entries = self.log.entries();
-        let records: Vec<Record> = entries.iter().map(|e| e.record.clone()).collect();
-        let open = t.open_record().is_some();
-        let agree = |s: &Tracker| -> Result<(), String> {
-            if (s.len(), s.total_tokens()) != (t.len(), t.total_tokens()) {
-                let (shared, log) = ((s.len(), s.total_tokens()), (t.len(), t.total_tokens()));
-                return Err(format!("(records, tokens): shared {shared:?}, log {log:?}"));
+        self.shared.read(|log| {
+            let report = validate(log.entries(), Options::allowing_pending());
+            if let Some(v) = report.violations.first() {
+                return Err(format!("{} violations, first {v}", report.violations.len()));
             }
+            if structure.is_some_and(|s| *s != report.structure) {
+                return Err("the pairing structure changed".to_owned());
+            }
+            let t = log.tracker();
+            let pending: BTreeSet<String> =
+                t.pending_calls().iter().map(|p| p.id.to_string()).collect();
+            if !pending.iter().eq(self.in_flight.keys()) {
+                return Err(format!(
+                    "pending calls {pending:?}, in flight {:?}",
+                    self.in_flight.keys().collect::<Vec<_>>()
+                ));
+            }
+            let records: Vec<Record> = log.entries().iter().map(|e| e.record.clone()).collect();
+            let open = t.open_record().is_some();
             for c in 0..=records.len() {
                 let want = reference::is_legal_cut(&records, c) && !(open && c == records.len());
-                if t.is_legal_cut(c) != want || s.is_legal_cut(c) != want {
+                if t.is_legal_cut(c) != want {
                     return Err(format!(
-                        "cut {c}: reference {want}, log's tracker {}, shared tracker {}",
-                        t.is_legal_cut(c),
-                        s.is_legal_cut(c)
+                        "cut {c}: reference {want}, the log's tracker {}",
+                        t.is_legal_cut(c)
                     ));
                 }
             }
             Ok(())
-        };
-        self.shared.read(agree)
+        })
     }
 }
 
@@ -493,16 +473,16 @@ async fn wait(waiter: &mut Option<Waiter>) -> usize {
 }
 
 /// What woke the loop.
-enum Step {
+enum Wake {
     SafePoint(usize),
-    Event(Option<Result<(Event, cutpoint::Handled), cutpoint::EventError>>),
+    Message(Option<Message>),
 }
 
 /// Runs the whole session from `seed`. Deterministic: tools' latencies are drawn from
 /// the seed and time is tokio's (paused, in `main` and the test) clock.
 pub(crate) async fn run(seed: u64) -> Outcome {
-    let (tx, rx) = unbounded::<Event>();
-    let shared = SharedTracker::default();
+    let (tx, mut rx) = unbounded::<Message>();
+    let shared = Shared::new(Log::new());
     let policy = TriggerPolicy::new(BUDGET)
         .threshold(0.8)
         .and_then(|p| p.keep(0.3))
@@ -514,9 +494,6 @@ pub(crate) async fn run(seed: u64) -> Outcome {
         tx,
         shared: shared.clone(),
         policy,
-        log: Log::new(),
-        calls: HashMap::new(),
-        results: HashMap::new(),
         in_flight: BTreeMap::new(),
         turn: 0,
         rounds_left: 0,
@@ -529,25 +506,24 @@ pub(crate) async fn run(seed: u64) -> Outcome {
         "agent_loop: seed {seed}, {TURNS} turns, budget {BUDGET} tokens, compaction at {} tokens",
         policy.threshold_tokens()
     );
-    let mut tracked = Tracked::new(rx, shared.clone());
     agent.start_turn();
     let mut running = true;
     loop {
-        let step = tokio::select! {
+        let wake = tokio::select! {
             // The safe point first: compact there before the next event moves on.
             biased;
-            cut = wait(&mut agent.waiter), if agent.waiter.is_some() => Step::SafePoint(cut),
-            item = tracked.next() => Step::Event(item),
+            cut = wait(&mut agent.waiter), if agent.waiter.is_some() => Wake::SafePoint(cut),
+            message = rx.next() => Wake::Message(message),
         };
-        match step {
-            Step::SafePoint(cut) => {
+        match wake {
+            Wake::SafePoint(cut) => {
                 // Resolved: the future is spent. Plan again on the log as it is now.
                 agent.waiter = None;
                 agent.consult(&format!("legal cut {cut} ready"));
             }
-            Step::Event(Some(Ok((event, _handled)))) => {
+            Wake::Message(Some((event, payload))) => {
                 agent.out.events += 1;
-                running = agent.apply(event) && running;
+                running = agent.apply(event, payload) && running;
                 if agent.waiter.is_none() {
                     agent.consult("at once");
                 }
@@ -556,16 +532,17 @@ pub(crate) async fn run(seed: u64) -> Outcome {
                     agent.tx.close_channel();
                 }
             }
-            Step::Event(Some(Err(e))) => agent.fail(format!("event refused: {e}")),
-            Step::Event(None) => break,
+            Wake::Message(None) => break,
         }
     }
     if agent.waiter.is_some() {
         agent.fail("a deferred compaction never reached a safe point".to_owned());
     }
     // The session is over: nothing may be pending now.
-    let report = cutpoint::validate(agent.log.entries(), Options::strict());
-    let (records, tokens) = (agent.log.len(), agent.log.tracker().total_tokens());
+    let (report, records, tokens) = shared.read(|log| {
+        let report = validate(log.entries(), Options::strict());
+        (report, log.len(), log.tracker().total_tokens())
+    });
     let calls = report.structure.calls.len();
     match report.violations.first() {
         None => agent.line(format!(

@@ -11,7 +11,7 @@
 //! the first legal cut at least `removed` records later, as in `benches/compaction.rs`.
 
 use cutpoint::Tracker;
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 
 fn main() {
     let mut args = std::env::args().skip(1);

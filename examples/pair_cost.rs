@@ -33,7 +33,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cutpoint::synth::Session;
+use cutpoint::testing::synth::Session;
 use cutpoint::{Record, Tracker};
 use serde_json::Value;
 

@@ -15,20 +15,35 @@
 //!   records ──append──▶ Tracker ──────────────▶ select_legal_cut(target, lookback)
 //!   (one at a time,      │ prefix token sums        │
 //!    O(1) amortized)     │ pending calls (by id)    ├─▶ Ok(cut): compact ..cut, keep cut..
-//!                        │ legal cuts (sorted)      └─▶ Err(Defer): wait for the turn
+//!                        │ legal cuts (bitmap)      └─▶ Err(Defer): wait for the turn
 //!                        ▼                               boundary; says what blocks
 //!                 is_legal_cut, pending_calls, anomalies
 //! ```
 //!
-//! The core ([`Tracker`]) is sans-IO: no files, clock, network or async runtime.
-//! [`reference`](mod@reference) holds the specification's naive algorithm, which the tracker is tested
-//! against. With the `jsonl` feature, [`jsonl`] reads the records JSONL format.
+//! # Layers
 //!
-//! Live turns: records can stream in open (see [`event`](mod@event): open, grow by
-//! deltas, close, as [`Event`]s for [`Tracker::handle`]); the [`policy`] says when to
-//! compact, where, or what to wait for; with the `stream` feature, [`stream`](mod@stream)
-//! shares a tracker between tasks and waits for the next legal cut
-//! (`legal_cut_ready`).
+//! ```text
+//!   format (feature formats) ─┐      readers, provider rules, rewriting in a format
+//!   stream (feature stream) ──┼─▶ compact ─▶ core (Tracker, Record)
+//!   policy ───────────────────┘      plans, apply, summaries, validation, repair
+//! ```
+//!
+//! - The root holds the core: [`Tracker`] and its vocabulary ([`Record`], [`Event`],
+//!   [`Limits`], [`Mode`], the errors). It is sans-IO: no files, clock, network or
+//!   async runtime, and it knows nothing of the layers above it.
+//! - [`compact`]: a [`Log`](compact::Log) of records with their payloads beside a
+//!   tracker; plans that never split a pair, summaries with an argument-faithful
+//!   ledger, in-place apply, [validation](compact::validate()) and repair.
+//! - [`policy`]: when to compact, where, or what to wait for.
+//! - [`stream`] (feature `stream`): a handle shared between tasks, generic over what it
+//!   shares (a tracker, or a whole [`Log`](compact::Log)), with futures that wait for
+//!   the next legal cut.
+//! - [`format`](mod@format) (feature `formats`): provider formats and agent transcript files, read
+//!   into one model, checked against the providers' rules, and written back compacted.
+//!
+//! Features: `formats`, `serde` (snapshots) and `stream` are on by default;
+//! `tiktoken` adds a real BPE token counter. The command-line tool is the workspace's
+//! `cutpoint-cli` crate, so library users get no CLI dependencies.
 //!
 //! ```
 //! use cutpoint::{Record, Tracker};
@@ -51,48 +66,30 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod calls;
-mod error;
-mod fp_map;
-mod index;
-mod limits;
-mod mode;
-mod observe;
+mod core;
 mod record;
 #[cfg(feature = "serde")]
 mod snapshot;
-mod tracker;
-mod used;
 
 pub mod compact;
 #[cfg(feature = "formats")]
 pub mod format;
-pub mod validate;
-
-pub mod event;
-#[cfg(feature = "jsonl")]
-pub mod jsonl;
 pub mod policy;
-pub mod reference;
-pub mod search;
 #[cfg(feature = "stream")]
 pub mod stream;
-pub mod synth;
-
-pub use error::{AppendError, Defer};
-pub use event::{Event, EventError, Handled};
-pub use index::MAX_RECORDS;
-pub use limits::{Limit, Limits};
-pub use mode::{Mode, StrictViolation};
+#[cfg(feature = "testing")]
 #[doc(hidden)]
-pub use observe::Observation;
+pub mod testing;
+
+pub use crate::core::{
+    Anomalies, Anomaly, AppendError, Appended, Defer, Event, EventError, Handled, Limit, Limits,
+    MAX_RECORDS, Mode, PendingCall, RegionEnd, ReplaceError, StrictViolation, Tracker,
+};
+#[doc(hidden)]
+pub use crate::core::{Broken, Part};
 pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]
 pub use snapshot::{Snapshot, SnapshotError};
-pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
-#[doc(hidden)]
-pub use used::UsedIds;
-pub use validate::{Report, Violation, validate, validate_records};
 
 /// The README's library example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

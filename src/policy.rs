@@ -5,12 +5,12 @@
 //!   total < threshold ───────────────────────────────▶ Nothing
 //!   legal cut in the seed's window, past the head ───▶ CompactNow(head..cut)
 //!   else a legal cut past the target already exists ─▶ CompactNow(head..cut), past_target
-//!   else ────────────────────────────────────────────▶ Defer { waiting_on, resume_at }
+//!   else ────────────────────────────────────────────▶ Wait { waiting_on, resume_at }
 //!                                                         │
-//!            SharedTracker::legal_cut_ready(resume_at) ◀──┘ then decide again
+//!                   Shared::legal_cut_ready(resume_at) ◀──┘ then decide again
 //! ```
 //!
-//! Deferral follows the seed: when no legal cut lies within the lookback, compaction
+//! Waiting follows the seed: when no legal cut lies within the lookback, compaction
 //! waits for the next safe point rather than forcing an illegal cut. The next safe point
 //! is the first legal cut past the target, which mid-turn appears the moment the last
 //! pending result lands (cuts that are illegal now never become legal later; only new
@@ -28,8 +28,7 @@
 use std::fmt;
 
 use crate::compact::{ArgumentPolicy, Log, Plan};
-use crate::record::CallId;
-use crate::tracker::Tracker;
+use crate::{CallId, Tracker};
 
 /// When and where to compact, as fractions of a context budget.
 ///
@@ -63,7 +62,7 @@ use crate::tracker::Tracker;
 /// t.append(Record::tool_use("toolu_3", 50))?;
 /// t.append(Record::tool_result("toolu_3", 9_000))?;
 /// let policy = policy.lookback(0.1)?;
-/// let Decision::Defer(wait) = policy.decide(&t) else { panic!() };
+/// let Decision::Wait(wait) = policy.decide(&t) else { panic!() };
 /// assert_eq!(wait.waiting_on, ["toolu_2"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -97,7 +96,7 @@ pub enum Decision {
     /// Compact records `head..cut` now; both cuts are legal.
     CompactNow(PlannedCut),
     /// Over the threshold, but no legal cut is usable yet: wait, then decide again.
-    Defer(Deferral),
+    Wait(Wait),
 }
 
 /// What the agent loop should do now, with the compaction plan ready:
@@ -117,7 +116,7 @@ pub enum Planned {
         plan: Plan,
     },
     /// Over the threshold, but no legal cut is usable yet: wait, then plan again.
-    Defer(Deferral),
+    Wait(Wait),
 }
 
 /// Where to compact: records `head..cut` go into a summary, `..head` (pinned) and
@@ -141,24 +140,24 @@ pub struct PlannedCut {
 /// Why the policy waits, and for what.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
-pub struct Deferral {
+pub struct Wait {
     /// Why.
-    pub reason: DeferReason,
+    pub reason: WaitReason,
     /// The calls in flight, in log order: every one must land before a new legal cut
     /// can appear (a legal cut past the log's end needs all of them answered).
     pub waiting_on: Vec<CallId>,
-    /// Wait for a legal cut at or after this position
-    /// ([`SharedTracker::legal_cut_ready`](crate::stream::SharedTracker::legal_cut_ready)),
-    /// then decide again. None exists when the policy defers.
+    /// Wait for a legal cut at or after this position (with the `stream` feature,
+    /// `stream::Shared::legal_cut_ready`), then decide again. None exists when the
+    /// policy waits.
     pub resume_at: usize,
     /// Tokens of the log as it is now.
     pub total_tokens: u64,
 }
 
-/// Why a [`Deferral`].
+/// Why a [`Wait`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[non_exhaustive]
-pub enum DeferReason {
+pub enum WaitReason {
     /// Tool calls are in flight: every cut near the target would split a pair.
     CallsInFlight,
     /// The last record (at this position) is still streaming.
@@ -171,12 +170,12 @@ pub enum DeferReason {
     NothingAfterHead,
 }
 
-impl fmt::Display for Deferral {
+impl fmt::Display for Wait {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.reason {
-            DeferReason::CallsInFlight => f.write_str("calls in flight")?,
-            DeferReason::RecordOpen { at } => write!(f, "record {at} still streaming")?,
-            DeferReason::NothingAfterHead => f.write_str("nothing after the pinned head")?,
+            WaitReason::CallsInFlight => f.write_str("calls in flight")?,
+            WaitReason::RecordOpen { at } => write!(f, "record {at} still streaming")?,
+            WaitReason::NothingAfterHead => f.write_str("nothing after the pinned head")?,
         }
         if !self.waiting_on.is_empty() {
             f.write_str(", waiting on ")?;
@@ -273,7 +272,7 @@ impl TriggerPolicy {
     /// **O(log n)**, plus **O(k log k)** over the `k` pending calls when it defers.
     ///
     /// Guarantees, checked by `tests/policy.rs`: a [`PlannedCut`]'s `head` and `cut` are
-    /// legal cuts with `head < cut`; a [`Deferral`] comes only when no legal cut at or
+    /// legal cuts with `head < cut`; a [`Wait`] comes only when no legal cut at or
     /// after its `resume_at` exists (so waiting for one never resolves at once), and
     /// never when the log's end is a legal cut past the head.
     pub fn decide(&self, tracker: &Tracker) -> Decision {
@@ -284,7 +283,7 @@ impl TriggerPolicy {
         let len = tracker.len();
         let pinned = self.pinned_head.min(len);
         let Some(head) = tracker.legal_cut_at_or_after(pinned) else {
-            return Decision::Defer(self.deferral(tracker, pinned + 1));
+            return Decision::Wait(self.wait(tracker, pinned + 1));
         };
         let plan = |cut: usize, past_target: bool| {
             // Both are legal cuts, so `<= len`, and tokens_before answers.
@@ -298,14 +297,20 @@ impl TriggerPolicy {
             })
         };
         let target = total.saturating_sub(self.tokens(self.keep));
-        let from = match tracker.select_legal_cut(target, self.tokens(self.lookback)) {
-            Ok(cut) if cut > head => return plan(cut, false),
-            Ok(_) => head + 1,
-            Err(defer) => (defer.target_index + 1).max(head + 1),
-        };
-        match tracker.legal_cut_at_or_after(from) {
-            Some(cut) => plan(cut, true),
-            None => Decision::Defer(self.deferral(tracker, from)),
+        if let Ok(cut) = tracker.select_legal_cut(target, self.tokens(self.lookback)) {
+            if cut > head {
+                return plan(cut, false);
+            }
+        }
+        // No legal cut in the seed's window past the head: the next safe point past
+        // the target (the forward search), and past the head.
+        match tracker.select_legal_cut_forward(target, u64::MAX) {
+            Ok(cut) if cut > head => plan(cut, true),
+            Ok(_) => match tracker.legal_cut_at_or_after(head + 1) {
+                Some(cut) => plan(cut, true),
+                None => Decision::Wait(self.wait(tracker, head + 1)),
+            },
+            Err(defer) => Decision::Wait(self.wait(tracker, defer.target_index.max(head + 1))),
         }
     }
 
@@ -341,7 +346,7 @@ impl TriggerPolicy {
     pub fn plan(&self, log: &Log) -> Planned {
         match self.decide(log.tracker()) {
             Decision::Nothing => Planned::Nothing,
-            Decision::Defer(d) => Planned::Defer(d),
+            Decision::Wait(d) => Planned::Wait(d),
             // `decide` guarantees legal cuts `head < cut <= len` (tests/policy.rs), the
             // precondition of `plan_between`; `apply` checks them again regardless.
             Decision::CompactNow(cut) => Planned::CompactNow {
@@ -351,20 +356,20 @@ impl TriggerPolicy {
         }
     }
 
-    fn deferral(&self, tracker: &Tracker, resume_at: usize) -> Deferral {
+    fn wait(&self, tracker: &Tracker, resume_at: usize) -> Wait {
         let waiting_on: Vec<CallId> = tracker
             .pending_calls()
             .into_iter()
             .map(|p| p.id.clone())
             .collect();
         let reason = if !waiting_on.is_empty() {
-            DeferReason::CallsInFlight
+            WaitReason::CallsInFlight
         } else if let Some(at) = tracker.open_record() {
-            DeferReason::RecordOpen { at }
+            WaitReason::RecordOpen { at }
         } else {
-            DeferReason::NothingAfterHead
+            WaitReason::NothingAfterHead
         };
-        Deferral {
+        Wait {
             reason,
             waiting_on,
             resume_at,

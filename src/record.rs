@@ -348,10 +348,17 @@ impl Record {
         self.kind.call_id()
     }
 
-    /// Splits the record into its kind and token count (dropping the bound flag).
-    /// **O(1)**.
-    pub fn into_parts(self) -> (RecordKind, u64) {
-        (self.kind, self.tokens)
+    /// Splits the record into its kind, token count and whether it is [bound to the
+    /// previous record](Record::bound_to_previous). **O(1)**.
+    pub fn into_parts(self) -> (RecordKind, u64, bool) {
+        (self.kind, self.tokens, self.bound)
+    }
+
+    /// The same record with `tokens` tokens, its kind and binding kept. **O(1)**.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: u64) -> Self {
+        self.tokens = tokens;
+        self
     }
 }
 

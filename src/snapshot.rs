@@ -9,7 +9,7 @@
 //!
 //! Restoring checks the format tag, the version ([`Snapshot::VERSION`]), a checksum
 //! over the contents, and every invariant of the tracker's type docs that the state
-//! can show on its own; any failure is a [`SnapshotError`] and no tracker. What a
+//! can show on its own (`Tracker::check_invariants`); any failure is a [`SnapshotError`] and no tracker. What a
 //! snapshot cannot show is whether it agrees with a log it does not hold: rebuild from
 //! the log ([`Tracker::from_records`]) when in doubt; the two agree (tested).
 //!
@@ -22,12 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::calls::{CallBook, Fingerprint};
-use crate::index::{LegalCuts, MAX_RECORDS, PrefixSums};
-use crate::limits::Limits;
-use crate::mode::Mode;
-use crate::record::CallId;
-use crate::tracker::{Anomalies, Tracker};
+use crate::core::{Broken, Limits, Mode, State, Tracker};
 
 const FORMAT: &str = "cutpoint.tracker";
 
@@ -85,9 +80,10 @@ pub enum SnapshotError {
         /// The checksum of the contents.
         computed: u64,
     },
-    /// The contents are not a state any tracker can be in.
+    /// The contents are not a state any tracker can be in: the first broken
+    /// invariant.
     #[error("snapshot is corrupt: {0}")]
-    Inconsistent(String),
+    Inconsistent(Broken),
 }
 
 impl Snapshot {
@@ -190,37 +186,21 @@ impl Tracker {
     /// The tracker's whole state as a [`Snapshot`]. **O(n + k log k)** for `n` records
     /// and `k` calls.
     pub fn snapshot(&self) -> Snapshot {
-        let len = self.len();
-        let mut pending: Vec<(String, u32)> = self
-            .calls
-            .pending()
-            .map(|p| (p.id.to_string(), p.at))
-            .collect();
-        pending.sort_unstable_by_key(|p| p.1);
-        let mut early: Vec<(String, u32, Vec<u32>)> = self
-            .calls
-            .early()
-            .map(|e| (e.id.to_string(), e.first_at, e.later.clone()))
-            .collect();
-        early.sort_unstable_by_key(|e| e.1);
-        let mut completed: Vec<[u64; 2]> = self.calls.completed().map(|f| f.words()).collect();
-        completed.sort_unstable();
-        let a = self.anomalies;
+        let state = self.export();
         let mut snapshot = Snapshot {
             format: FORMAT.to_owned(),
             version: Snapshot::VERSION,
             checksum: 0,
-            seeds: self.calls.seeds(),
-            sums: (1..=len).map(|c| self.sums.before(c)).collect(),
-            // Cuts are at most MAX_RECORDS == u32::MAX.
-            cuts: self.cuts.iter().map(|c| c as u32).collect(),
-            pending,
-            early,
-            completed,
-            anomalies: [a.orphan_results, a.duplicate_results, a.uses_after_result],
-            limits: self.limits,
-            mode: self.mode,
-            last_open: self.last_open,
+            seeds: state.seeds,
+            sums: state.sums,
+            cuts: state.cuts,
+            pending: state.pending,
+            early: state.early,
+            completed: state.completed,
+            anomalies: state.anomalies,
+            limits: state.limits,
+            mode: state.mode,
+            last_open: state.last_open,
         };
         snapshot.checksum = snapshot.compute_checksum();
         snapshot
@@ -251,118 +231,18 @@ impl Tracker {
                 computed,
             });
         }
-        let bad = |what: String| Err(SnapshotError::Inconsistent(what));
-        let len = snapshot.sums.len();
-        if len > MAX_RECORDS {
-            return bad(format!("{len} records, more than a log holds"));
-        }
-        let mut sums = PrefixSums::default();
-        for (i, &s) in snapshot.sums.iter().enumerate() {
-            if s < sums.total() {
-                return bad(format!("prefix token sum decreases at record {i}"));
-            }
-            sums.push(s);
-        }
-        if snapshot.cuts.first() != Some(&0) {
-            return bad("cut 0 is not listed as legal".to_owned());
-        }
-        let mut cuts = LegalCuts::default();
-        for w in snapshot.cuts.windows(2) {
-            if w[1] <= w[0] {
-                return bad(format!(
-                    "legal cuts do not increase: {} then {}",
-                    w[0], w[1]
-                ));
-            }
-            cuts.push(w[1] as usize);
-        }
-        let last_cut = cuts.last();
-        if last_cut > len {
-            return bad(format!(
-                "legal cut {last_cut} lies past the log's {len} records"
-            ));
-        }
-        if (last_cut == len) != (snapshot.pending.is_empty() && !snapshot.last_open) {
-            return bad(format!(
-                "cut {len} (the end) is {} while {} calls are pending and the last record is {}",
-                if last_cut == len { "legal" } else { "illegal" },
-                snapshot.pending.len(),
-                if snapshot.last_open { "open" } else { "closed" },
-            ));
-        }
-        let mut book = CallBook::with_seeds(snapshot.seeds);
-        for (id, at) in snapshot.pending {
-            check_call(&id, at, len, "pending call")?;
-            if (at as usize) < last_cut {
-                return bad(format!(
-                    "legal cut {last_cut} lies after pending call {id:?} at record {at}"
-                ));
-            }
-            if !book.insert_pending(CallId::from(id.as_str()), at) {
-                return bad(format!("call id {id:?} is listed twice"));
-            }
-        }
-        for (id, at, later) in snapshot.early {
-            check_call(&id, at, len, "early result")?;
-            let mut previous = at;
-            for &l in &later {
-                if l <= previous || l as usize >= len {
-                    return bad(format!(
-                        "later result of {id:?} at record {l} is not after {previous} and inside the log of {len}"
-                    ));
-                }
-                previous = l;
-            }
-            if !book.insert_early(CallId::from(id.as_str()), at, later) {
-                return bad(format!("call id {id:?} is listed twice"));
-            }
-        }
-        for words in snapshot.completed {
-            if !book.insert_completed(Fingerprint::from_words(words)) {
-                return bad(format!(
-                    "answered call {:#x}{:016x} is listed twice",
-                    words[0], words[1]
-                ));
-            }
-        }
-        if snapshot.last_open && len == 0 {
-            return bad("the last record is open in an empty log".to_owned());
-        }
-        let mut tracker = Tracker::new();
-        tracker.last_open = snapshot.last_open;
-        tracker.sums = sums;
-        tracker.cuts = cuts;
-        tracker.calls = book;
-        tracker.anomalies = anomalies_from(snapshot.anomalies);
-        tracker.limits = snapshot.limits;
-        tracker.mode = snapshot.mode;
-        Ok(tracker)
+        let state = State {
+            seeds: snapshot.seeds,
+            sums: snapshot.sums,
+            cuts: snapshot.cuts,
+            pending: snapshot.pending,
+            early: snapshot.early,
+            completed: snapshot.completed,
+            anomalies: snapshot.anomalies,
+            limits: snapshot.limits,
+            mode: snapshot.mode,
+            last_open: snapshot.last_open,
+        };
+        Tracker::import(state).map_err(SnapshotError::Inconsistent)
     }
-}
-
-/// An open call's id is non-empty and its position inside the log.
-fn check_call(id: &str, at: u32, len: usize, what: &str) -> Result<(), SnapshotError> {
-    if id.is_empty() {
-        return Err(SnapshotError::Inconsistent(format!(
-            "{what} at record {at} has an empty id"
-        )));
-    }
-    if at as usize >= len {
-        return Err(SnapshotError::Inconsistent(format!(
-            "{what} {id:?} at record {at} lies past the log's {len} records"
-        )));
-    }
-    Ok(())
-}
-
-#[expect(
-    clippy::field_reassign_with_default,
-    reason = "a struct literal would break when Anomalies gains a field"
-)]
-fn anomalies_from([orphan_results, duplicate_results, uses_after_result]: [u64; 3]) -> Anomalies {
-    let mut anomalies = Anomalies::default();
-    anomalies.orphan_results = orphan_results;
-    anomalies.duplicate_results = duplicate_results;
-    anomalies.uses_after_result = uses_after_result;
-    anomalies
 }

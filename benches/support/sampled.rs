@@ -51,6 +51,10 @@
 //!   guess misses by thousands of records at 10^7 and the gallop pays several misses
 //!   anyway. It also degrades without bound on adversarial sizes (one huge record),
 //!   where the sampled index does not look at the values at all.
+#![allow(
+    unreachable_pub,
+    reason = "a module of the benches and of a test binary: `pub` is its API to them"
+)]
 
 /// The sampling factor of [`SampledIndex`] when none is named: each level keeps one
 /// element in 64. Chosen by `benches/search.rs`: 16 and 128 lost to 32 and 64; 64 was
@@ -470,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_realistic_session_agrees_at_every_fanout() {
-        let records = crate::synth::Session::records(3, 20_000);
+        let records = cutpoint::testing::synth::Session::records(3, 20_000);
         let seq = sums(&records.iter().map(|r| r.tokens()).collect::<Vec<_>>());
         check::<2>(&seq[..3_000]);
         check::<16>(&seq);
@@ -479,6 +483,14 @@ mod tests {
     }
 
     proptest! {
+        // This file is included by a bench and by `tests/it/sampled.rs`, so proptest
+        // cannot find the crate root to put regressions beside: keep them beside it.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+            )),
+            ..ProptestConfig::default()
+        })]
         #[test]
         fn agrees_with_partition_point(
             tokens in prop::collection::vec(prop_oneof![Just(0u64), 0u64..10, 0u64..100_000], 0..600),

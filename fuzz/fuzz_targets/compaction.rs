@@ -8,9 +8,11 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use cutpoint::compact::{Atom, Direction, Entry, Log, Payload, Policy, ResultStatus};
-use cutpoint::validate::Options;
-use cutpoint::{Record, Report, Tracker, reference, validate};
+use cutpoint::compact::{
+    Atom, Direction, Entry, Log, Options, Payload, Report, ResultStatus, Window, validate,
+};
+use cutpoint::testing::{Observe, reference};
+use cutpoint::{Record, Tracker};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -54,7 +56,7 @@ fn check(log: &Log) -> Report {
 
 /// The tracker's observable state, anomaly counts aside (compaction drops records,
 /// and with them the anomalies a rebuild would count). Defined once in the library.
-fn observe(t: &Tracker) -> cutpoint::Observation {
+fn observe(t: &Tracker) -> cutpoint::testing::Observation {
     t.observe().without_anomalies()
 }
 
@@ -110,7 +112,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 summary_tokens,
             } => {
                 let mut policy =
-                    Policy::new(u64::from(target)).keep_head(usize::from(keep_head % 8));
+                    Window::new(u64::from(target)).keep_head(usize::from(keep_head % 8));
                 if let Some(l) = lookback {
                     policy = policy.lookback(u64::from(l));
                 }

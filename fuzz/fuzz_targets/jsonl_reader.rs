@@ -6,7 +6,7 @@
 //! an error or gives a tracker whose invariants hold and that goes on appending.
 #![no_main]
 
-use cutpoint::jsonl::{Reader, write_line};
+use cutpoint::format::records::{Reader, write_line};
 use cutpoint::{Limits, Mode, Record, Snapshot, Tracker};
 use libfuzzer_sys::fuzz_target;
 

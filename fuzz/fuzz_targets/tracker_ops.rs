@@ -7,7 +7,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use cutpoint::{AppendError, Limits, Mode, Record, Tracker, reference};
+use cutpoint::testing::{Observe, reference};
+use cutpoint::{AppendError, Limits, Mode, Record, Tracker};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -41,7 +42,7 @@ fn id(n: u8) -> String {
 }
 
 /// The tracker's observable state, defined once in the library.
-fn observe(t: &Tracker) -> cutpoint::Observation {
+fn observe(t: &Tracker) -> cutpoint::testing::Observation {
     t.observe()
 }
 

@@ -3,45 +3,18 @@
 
 use super::summary::pair_unit;
 use super::{Atom, Entry, Log, Payload, Plan, Unit};
-use crate::index::{Moved, splice_one};
-use crate::record::Record;
+use crate::core::index::{Moved, splice_one};
+use crate::{Record, ReplaceError};
 
-/// Why a region could not be replaced. The log and tracker are then unchanged.
+/// Why a plan could not be applied (or a region not planned). The log and tracker are
+/// then unchanged.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApplyError {
-    /// The region's `start` or `end` is not a legal cut (any more).
-    #[error("the region's {which} {at} is not a legal cut")]
-    NotALegalCut {
-        /// The position.
-        at: usize,
-        /// `start` or `end`.
-        which: &'static str,
-    },
-    /// The region holds no record.
-    #[error("the region {start}..{end} is empty")]
-    EmptyRegion {
-        /// Its start.
-        start: usize,
-        /// Its end.
-        end: usize,
-    },
-    /// The region ends past the log.
-    #[error("the region ends at {end}, past the log's {len} records")]
-    OutOfRange {
-        /// Its end.
-        end: usize,
-        /// The log's length.
-        len: usize,
-    },
-    /// The summary's tokens would overflow the log's total.
-    #[error("a summary of {summary_tokens} tokens would overflow the {kept} tokens kept")]
-    TokenOverflow {
-        /// The summary's tokens.
-        summary_tokens: u64,
-        /// The tokens outside the region.
-        kept: u64,
-    },
+    /// The region is empty, out of range, not bounded by legal cuts (any more), or its
+    /// summary would overflow the token total: the tracker refused it.
+    #[error(transparent)]
+    Region(#[from] ReplaceError),
     /// Another plan was applied since this one was made: plan again.
     #[error("stale plan: made before compaction {planned}, the log is at compaction {now}")]
     StalePlan {

@@ -5,10 +5,9 @@ use std::ops::Range;
 
 use super::apply::ApplyError;
 use super::{ArgumentPolicy, Entry, Log, Plan};
-use crate::error::AppendError;
-use crate::event::{Event, EventError, Handled};
-use crate::record::Record;
-use crate::tracker::Appended;
+#[cfg(doc)]
+use crate::ReplaceError;
+use crate::{AppendError, Appended, Event, EventError, Handled};
 
 impl Log {
     /// Appends `entry` open, as [`Tracker::open`](crate::Tracker::open): it may grow
@@ -59,7 +58,7 @@ impl Log {
             }
             Handled::Grew { at, tokens } | Handled::Resized { at, tokens } => {
                 if let Some(entry) = self.entries.get_mut(at) {
-                    entry.record = resized(&entry.record, tokens);
+                    entry.record = entry.record.clone().with_tokens(tokens);
                 }
             }
             _ => {}
@@ -79,28 +78,16 @@ impl Log {
     /// for a region of `r` records. An empty region gives an empty plan.
     ///
     /// # Errors
-    /// [`ApplyError::OutOfRange`] when the region ends past the log,
-    /// [`ApplyError::NotALegalCut`] when an end is not a legal cut (a pair would be
-    /// split), [`ApplyError::EmptyRegion`] when `start > end`.
+    /// [`ApplyError::Region`] with [`ReplaceError::OutOfRange`] when the region ends
+    /// past the log, [`ReplaceError::NotALegalCut`] when an end is not a legal cut (a
+    /// pair would be split), [`ReplaceError::EmptyRegion`] when `start > end`.
     pub fn plan_region(
         &self,
         region: Range<usize>,
         arguments: ArgumentPolicy,
     ) -> Result<Plan, ApplyError> {
-        let (start, end) = (region.start, region.end);
-        let len = self.tracker.len();
-        if end > len {
-            return Err(ApplyError::OutOfRange { end, len });
-        }
-        if start > end {
-            return Err(ApplyError::EmptyRegion { start, end });
-        }
-        for (at, which) in [(start, "start"), (end, "end")] {
-            if !self.tracker.is_legal_cut(at) {
-                return Err(ApplyError::NotALegalCut { at, which });
-            }
-        }
-        Ok(self.plan_between(start, end, arguments))
+        self.tracker.check_region(region.start, region.end)?;
+        Ok(self.plan_between(region.start, region.end, arguments))
     }
 
     /// The plan for `start..end`, both legal cuts (unchecked: [`plan_region`](Log::plan_region)
@@ -118,22 +105,11 @@ impl Log {
     }
 }
 
-/// `record` with another token count, its kind and binding kept.
-fn resized(record: &Record, tokens: u64) -> Record {
-    let r = Record::new(record.kind().clone(), tokens);
-    if record.is_bound_to_previous() {
-        r.bound_to_previous()
-    } else {
-        r
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::{Payload, ResultStatus};
-    use crate::record::RecordKind;
-    use crate::validate::{Options, validate};
+    use crate::compact::{Options, Payload, ResultStatus, validate};
+    use crate::{Record, RecordKind, RegionEnd, ReplaceError};
 
     fn call(id: &str) -> Entry {
         Entry::new(
@@ -201,20 +177,26 @@ mod tests {
         // b is in flight: every cut past its call is illegal; 1 and 2 split nothing.
         assert_eq!(
             log.plan_region(0..4, ArgumentPolicy::Verbatim),
-            Err(ApplyError::NotALegalCut {
+            Err(ApplyError::Region(ReplaceError::NotALegalCut {
                 at: 4,
-                which: "end"
-            })
+                which: RegionEnd::End
+            }))
         );
         assert_eq!(
             log.plan_region(1..9, ArgumentPolicy::Verbatim),
-            Err(ApplyError::OutOfRange { end: 9, len: 5 })
+            Err(ApplyError::Region(ReplaceError::OutOfRange {
+                end: 9,
+                len: 5
+            }))
         );
         #[expect(clippy::reversed_empty_ranges, reason = "a reversed region is refused")]
         let reversed = 1..0;
         assert!(matches!(
             log.plan_region(reversed, ArgumentPolicy::Verbatim),
-            Err(ApplyError::EmptyRegion { start: 1, end: 0 })
+            Err(ApplyError::Region(ReplaceError::EmptyRegion {
+                start: 1,
+                end: 0
+            }))
         ));
         let before = validate(log.entries(), Options::allowing_pending());
         assert!(before.is_clean(), "{:?}", before.violations);

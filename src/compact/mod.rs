@@ -7,7 +7,7 @@
 //! ```
 //!
 //! - [`Log`] holds the records with their payloads ([`Entry`]) beside a [`Tracker`].
-//! - [`Log::plan`] picks the region: it starts after the pinned head and ends at a
+//! - [`Log::plan`] picks the region under a [`Window`]: it starts after the pinned head and ends at a
 //!   legal cut chosen by the tracker (walking back from the token target as the seed
 //!   does, or forward to the nearest legal cut past it). Both ends are legal cuts, so
 //!   every pair lies wholly inside the region or wholly outside it. The plan lists the
@@ -20,25 +20,30 @@
 //!   cost proportional to the region ([`Tracker::replace_region`]), never rebuilt.
 //!
 //! The pairing structure is re-derived from the log on every plan, never carried over
-//! from an earlier pass; [`validate`](crate::validate()) checks the result.
+//! from an earlier pass; [`validate()`] checks the result against the specification's
+//! five conditions, and [`repair`] fixes what can be fixed, listing every change.
+//!
+//! [`summary_text`] is the one renderer of a summary's ledger: every provider rewrite
+//! (`format::rewrite`) and the examples write their ledger lines with it.
 
 mod apply;
 mod live;
 mod plan;
 mod repair;
 mod summary;
-mod track;
+pub mod validate;
 
 use std::collections::VecDeque;
 
 pub use apply::{Applied, ApplyError};
-pub use plan::{Atom, Deferral, Direction, Plan, Policy};
+pub use plan::{Atom, Direction, Plan, PlanError, Window};
 pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
-pub use summary::{ArgumentPolicy, PROTECTED_FIELDS, shorten_arguments};
+pub use summary::{ArgumentPolicy, PROTECTED_FIELDS, first_line, shorten_arguments, summary_text};
+pub use validate::{
+    CallState, Options, PairingStructure, Report, Violation, validate, validate_records,
+};
 
-use crate::error::AppendError;
-use crate::record::{CallId, Record, RecordKind};
-use crate::tracker::{Appended, Tracker};
+use crate::{AppendError, Appended, CallId, Record, RecordKind, Tracker};
 
 /// How a tool call ended, as a summary unit and a result payload record it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -73,7 +78,7 @@ pub struct Unit {
     pub tool: Option<String>,
     /// The call's arguments as the log recorded them (JSON text, verbatim unless an
     /// [`ArgumentPolicy`] shortened long fields). `None` means they were lost, which
-    /// [`validate`](crate::validate()) reports as argument loss; a call that was recorded
+    /// [`validate()`] reports as argument loss; a call that was recorded
     /// without arguments gets `Some("null")`.
     pub arguments: Option<String>,
     /// How the call ended, when known.
@@ -167,7 +172,8 @@ impl From<Record> for Entry {
 /// # Call protocol
 /// - **Input**: [`append`](Log::append) entries as they stream in (**O(1)** amortized).
 /// - **Compaction**: [`plan`](Log::plan) (**O(log n + r)** for a region of `r`
-///   records), hand the plan's atoms to a summarizer, then [`apply`](Log::apply)
+///   records) or [`plan_region`](Log::plan_region), hand the plan's atoms to a
+///   summarizer, then [`apply`](Log::apply)
 ///   (**O(r + min(head, tail))** amortized). A plan goes stale once another plan is
 ///   applied; `apply` refuses stale plans.
 /// - **Getters**: [`entries`](Log::entries), [`tracker`](Log::tracker).
@@ -267,5 +273,11 @@ impl Log {
     /// The entries, taking the log apart. **O(n)**.
     pub fn into_entries(self) -> Vec<Entry> {
         self.entries.into()
+    }
+}
+
+impl AsRef<Tracker> for Log {
+    fn as_ref(&self) -> &Tracker {
+        &self.tracker
     }
 }

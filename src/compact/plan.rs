@@ -5,8 +5,7 @@ use std::fmt;
 use std::ops::Range;
 
 use super::Log;
-use crate::error::Defer;
-use crate::record::{CallId, RecordKind};
+use crate::{CallId, Defer, RecordKind};
 
 /// Which legal cut ends the region when the token target lands inside a pair.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -22,10 +21,11 @@ pub enum Direction {
     Forward,
 }
 
-/// What to compact.
+/// Which window of the log to compact: the pinned head, the token target and how far
+/// the region's end may move from it, which way, and how arguments are written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Policy {
+pub struct Window {
     /// Records pinned at the front (system prompt, first user message); never
     /// compacted. When record `keep_head` is bound to the one before it, the head
     /// extends to the next legal cut.
@@ -42,11 +42,11 @@ pub struct Policy {
     pub arguments: super::ArgumentPolicy,
 }
 
-impl Policy {
-    /// A policy compacting about `target_tokens`, walking back, lookback 15% of the
+impl Window {
+    /// A window compacting about `target_tokens`, walking back, lookback 15% of the
     /// target, no pinned head, arguments verbatim. **O(1)**.
     pub fn new(target_tokens: u64) -> Self {
-        Policy {
+        Window {
             keep_head: 0,
             target_tokens,
             lookback_tokens: None,
@@ -159,7 +159,7 @@ impl Plan {
 /// Why a plan could not be made: compaction should wait for the turn boundary.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Deferral {
+pub enum PlanError {
     /// No legal cut lies within the lookback of the target.
     #[error("{0}")]
     NoLegalCut(Defer),
@@ -175,7 +175,7 @@ pub enum Deferral {
 }
 
 impl Log {
-    /// Names the region to summarize under `policy`: from the end of the pinned head
+    /// Names the region to summarize under `window`: from the end of the pinned head
     /// to the legal cut the tracker picks for the token target. **O(log n + r log r)**
     /// for a region of `r` records (the sort puts pairs whose result came first and
     /// results without a call in log order) (the atoms are re-derived from the entries every time,
@@ -185,62 +185,21 @@ impl Log {
     /// compact.
     ///
     /// # Errors
-    /// [`Deferral`] when no legal cut lies in the window, or the head is still open.
-    pub fn plan(&self, policy: &Policy) -> Result<Plan, Deferral> {
+    /// [`PlanError`] when no legal cut lies in the window, or the head is still open.
+    pub fn plan(&self, window: &Window) -> Result<Plan, PlanError> {
         let t = &self.tracker;
         let start = t
-            .legal_cut_at_or_after(policy.keep_head.min(t.len()))
-            .ok_or(Deferral::HeadOpen {
-                keep_head: policy.keep_head,
+            .legal_cut_at_or_after(window.keep_head.min(t.len()))
+            .ok_or(PlanError::HeadOpen {
+                keep_head: window.keep_head,
             })?;
-        let lookback = policy.effective_lookback();
-        let end = match policy.direction {
-            Direction::WalkBack => t
-                .select_legal_cut(policy.target_tokens, lookback)
-                .map_err(Deferral::NoLegalCut)?,
-            Direction::Forward => self.forward_cut(policy.target_tokens, lookback)?,
-        };
-        let end = end.max(start);
-        Ok(Plan {
-            region: start..end,
-            atoms: self.atoms(start, end),
-            region_tokens: t.tokens_before(end).unwrap_or(0) - t.tokens_before(start).unwrap_or(0),
-            len: t.len(),
-            generation: self.generation,
-            arguments: policy.arguments,
-        })
-    }
-
-    /// The smallest legal cut compacting at least `target` tokens, no more than
-    /// `lookahead` past it. **O(log n)**.
-    fn forward_cut(&self, target: u64, lookahead: u64) -> Result<usize, Deferral> {
-        let t = &self.tracker;
-        let len = t.len();
-        // The first cut whose prefix reaches the target.
-        let wanted = if target >= t.total_tokens() {
-            len
-        } else {
-            t.sums.first_reaching(target) + 1
-        };
-        let found = t.legal_cut_at_or_after(wanted).filter(|&c| {
-            t.tokens_before(c).unwrap_or(u64::MAX) <= target.saturating_add(lookahead)
-        });
-        found.ok_or_else(|| {
-            Deferral::NoLegalCut(Defer {
-                target_tokens: target,
-                lookback_tokens: lookahead,
-                target_index: wanted.min(len),
-                floor: wanted.min(len),
-                nearest_legal_below: Some(t.legal_cut_at_or_before(wanted)),
-                nearest_legal_above: t.legal_cut_at_or_after(wanted),
-                waiting_on: t
-                    .pending_calls()
-                    .into_iter()
-                    .filter(|p| p.at < wanted)
-                    .map(|p| p.id.clone())
-                    .collect(),
-            })
-        })
+        let lookback = window.effective_lookback();
+        let end = match window.direction {
+            Direction::WalkBack => t.select_legal_cut(window.target_tokens, lookback),
+            Direction::Forward => t.select_legal_cut_forward(window.target_tokens, lookback),
+        }
+        .map_err(PlanError::NoLegalCut)?;
+        Ok(self.plan_between(start, end.max(start), window.arguments))
     }
 
     /// The atoms of `start..end`, both legal cuts. **O(end - start)** expected.

@@ -1,8 +1,8 @@
 //! Opt-in repair of logs that arrive broken. Never silent: every change is listed.
 
+use super::validate::{Options, Violation, validate};
 use super::{Entry, Payload, ResultStatus};
-use crate::record::{CallId, Record};
-use crate::validate::{Options, Violation, validate};
+use crate::{CallId, Record};
 
 /// Tokens counted for an inserted "aborted" result.
 pub const ABORTED_RESULT_TOKENS: u64 = 16;

@@ -1,8 +1,13 @@
-//! Building summary units: a pair's call and result, condensed without losing what
-//! is needed to interpret the result (the seed's condition 4).
+//! Summary units and their ledger: a pair's call and result, condensed without losing
+//! what is needed to interpret the result (the specification's condition 4), and the
+//! one renderer that writes a summary's ledger lines, whatever writes the summary
+//! (records JSONL keeps the units as structured `covers`; every provider rewrite and
+//! the examples use [`summary_text`]).
+
+use std::fmt::{self, Write as _};
 
 use super::{Entry, Payload, ResultStatus, Unit};
-use crate::record::CallId;
+use crate::CallId;
 
 /// How arguments are written into a summary's units.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -15,7 +20,7 @@ pub enum ArgumentPolicy {
     /// (with a marker saying how much was cut), except the fields that say *what* was
     /// done: [`PROTECTED_FIELDS`] (command strings, paths, queries, URLs, patterns),
     /// which are kept whole. Arguments that are not a JSON object are kept verbatim.
-    /// Needs the `jsonl` feature (serde_json); without it arguments stay verbatim.
+    /// Needs the `formats` feature (serde_json); without it arguments stay verbatim.
     Shorten {
         /// The longest string field kept whole.
         max_chars: usize,
@@ -52,7 +57,7 @@ pub fn shorten_arguments(arguments: &str, policy: ArgumentPolicy) -> String {
     }
 }
 
-#[cfg(feature = "jsonl")]
+#[cfg(feature = "formats")]
 fn shorten(arguments: &str, max_chars: usize) -> String {
     let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(arguments) else {
         return arguments.to_owned();
@@ -78,7 +83,7 @@ fn shorten(arguments: &str, max_chars: usize) -> String {
     }
 }
 
-#[cfg(not(feature = "jsonl"))]
+#[cfg(not(feature = "formats"))]
 fn shorten(arguments: &str, _max_chars: usize) -> String {
     arguments.to_owned()
 }
@@ -86,8 +91,9 @@ fn shorten(arguments: &str, _max_chars: usize) -> String {
 /// The longest first line a unit keeps, in characters.
 const FIRST_LINE_CHARS: usize = 200;
 
-/// The first non-blank line of `content`, cut to a readable length. **O(len)**.
-pub(crate) fn first_line(content: &str) -> String {
+/// The first non-blank line of `content`, trimmed and cut to 200 characters (with an
+/// ellipsis): what a summary unit keeps of a result, in every format. **O(len)**.
+pub fn first_line(content: &str) -> String {
     let line = content
         .lines()
         .map(str::trim)
@@ -132,7 +138,74 @@ pub(crate) fn pair_unit(id: &CallId, call: &Entry, result: &Entry, policy: Argum
     }
 }
 
-#[cfg(all(test, feature = "jsonl"))]
+/// The heading of a summary's ledger.
+const LEDGER_HEADING: &str =
+    "Tool calls summarized (call id, tool, arguments, first line of result):";
+
+impl Unit {
+    /// The unit as one ledger line, without the leading `- `:
+    /// `CALL_ID TOOL ARGUMENTS => FIRST LINE OF RESULT`. The result's line is prefixed
+    /// with `error: ` or `aborted: ` for those statuses; a unit without a tool name
+    /// shows `?`, lost arguments `(arguments lost)`, no result `(no result)`.
+    /// **O(len)**.
+    pub fn ledger_line(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Unit {
+    /// See [`Unit::ledger_line`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = match self.status {
+            Some(ResultStatus::Error) => "error: ",
+            Some(ResultStatus::Aborted) => "aborted: ",
+            _ => "",
+        };
+        write!(
+            f,
+            "{} {} {} => {status}{}",
+            self.call_id,
+            self.tool.as_deref().unwrap_or("?"),
+            self.arguments.as_deref().unwrap_or("(arguments lost)"),
+            self.first_line.as_deref().unwrap_or("(no result)")
+        )
+    }
+}
+
+/// A summary's text: `prose`, then (when there are units) a blank line, a heading and
+/// one line per unit, `- ` followed by its [ledger line](Unit::ledger_line). The one
+/// place a summary's ledger is written. **O(len)**.
+///
+/// ```
+/// use cutpoint::compact::{ResultStatus, Unit, summary_text};
+/// let unit = Unit {
+///     status: Some(ResultStatus::Error),
+///     first_line: Some("3 failed".into()),
+///     tool: Some("bash".into()),
+///     arguments: Some(r#"{"command":"pytest -x"}"#.into()),
+///     ..Unit::bare("call_1".into())
+/// };
+/// assert_eq!(
+///     summary_text("Ran the tests.", &[unit]),
+///     "Ran the tests.\n\nTool calls summarized (call id, tool, arguments, first line of result):\n\
+///      - call_1 bash {\"command\":\"pytest -x\"} => error: 3 failed"
+/// );
+/// ```
+pub fn summary_text(prose: &str, units: &[Unit]) -> String {
+    let mut text = prose.to_owned();
+    if !units.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(LEDGER_HEADING);
+        for unit in units {
+            let _ = write!(text, "\n- {unit}");
+        }
+    }
+    text
+}
+
+#[cfg(all(test, feature = "formats"))]
 mod tests {
     use super::*;
 

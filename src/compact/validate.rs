@@ -20,8 +20,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::compact::{Entry, Payload};
-use crate::record::{CallId, Record, RecordKind};
+use super::{Entry, Payload, Unit};
+use crate::{CallId, Record, RecordKind};
 
 /// One way a log breaks the conditions. Positions are record indexes (0-based).
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -303,7 +303,7 @@ fn assistant_side(kind: &RecordKind) -> bool {
 fn check<'a>(
     n: usize,
     record: impl Fn(usize) -> &'a Record,
-    units: impl Fn(usize) -> Option<&'a [crate::compact::Unit]>,
+    units: impl Fn(usize) -> Option<&'a [Unit]>,
     options: Options,
 ) -> Report {
     // next_turn[i]: where the first assistant turn after record i starts (n if none).

@@ -1,4 +1,8 @@
-//! Caps that keep a hostile or runaway stream from exhausting memory.
+//! A tracker's configuration: the caps that keep a hostile or runaway stream from
+//! exhausting memory ([`Limits`]), and what it does with a record that breaks pairing
+//! ([`Mode`]). Types only; the checks are in the tracker's admission step.
+//!
+//! # Caps
 //!
 //! What grows with the input, and what bounds it:
 //!
@@ -18,17 +22,14 @@
 //! without summaries each answered call takes two records), before the up-to-2x growth
 //! slack of vectors and tables; and at most 65,536 open calls whose
 //! ids take at most 16 MiB. A record past a cap is refused with
-//! [`AppendError::LimitExceeded`], which names the cap, its value and the position, and
+//! [`AppendError::LimitExceeded`](crate::AppendError::LimitExceeded), which names the cap, its value and the position, and
 //! leaves the tracker exactly as it was.
 
 use std::fmt;
 
-use crate::error::AppendError;
-use crate::index::MAX_RECORDS;
-use crate::record::{CallId, Record, RecordKind};
-use crate::tracker::Tracker;
+use super::index::MAX_RECORDS;
 
-/// Configurable caps on what a [`Tracker`] (and a reader feeding it) will hold.
+/// Configurable caps on what a [`Tracker`](crate::Tracker) (and a reader feeding it) will hold.
 ///
 /// Fields are public so that a caller can change one and keep the other defaults:
 ///
@@ -47,7 +48,7 @@ use crate::tracker::Tracker;
 ///
 /// # Summary records
 ///
-/// Summary records ([`RecordKind::Summary`]) meet the caps too. Each id a summary covers
+/// Summary records ([`RecordKind::Summary`](crate::RecordKind::Summary)) meet the caps too. Each id a summary covers
 /// must fit [`Limits::max_call_id_bytes`]. A summary opens no call (its ids count as
 /// called and answered at once, and an id already open is refused), so it never
 /// counts against [`Limits::max_open_calls`]; but one summary can cover any number of
@@ -57,7 +58,7 @@ use crate::tracker::Tracker;
 /// own, so a tracker appended from scratch remembers fewer than `2 * max_records`
 /// answered calls: at most one per record, plus at most `max_records` covered by
 /// summaries. (A tracker compacted in place with
-/// [`replace_region`](Tracker::replace_region) keeps remembering the ids of the calls
+/// [`replace_region`](crate::Tracker::replace_region) keeps remembering the ids of the calls
 /// it compacted away, 16 bytes each, so that a reused id is still caught; that grows
 /// with everything the tracker ever saw, not with the log it holds now.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -153,97 +154,30 @@ impl fmt::Display for Limit {
     }
 }
 
-impl Tracker {
-    /// An empty tracker with the given caps (and lenient [`Mode`](crate::Mode)). **O(1)**.
-    pub fn with_limits(limits: Limits) -> Self {
-        let mut tracker = Tracker::new();
-        tracker.limits = limits;
-        tracker
-    }
-
-    /// The caps in force. **O(1)**.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
-    /// Replaces the caps. Records already held stay, even past a lowered cap; only
-    /// later appends are checked. **O(1)**.
-    pub fn set_limits(&mut self, limits: Limits) {
-        self.limits = limits;
-    }
-
-    /// Refuses `record` if appending it would pass a cap. Reads only. **O(1)**, plus
-    /// one hash of the call id when the open-call cap is reached (to tell whether the
-    /// record closes a call or opens one).
-    pub(crate) fn check_limits(&self, record: &Record) -> Result<(), AppendError> {
-        let at = self.len();
-        let limits = &self.limits;
-        let exceeded = |limit, max, value| {
-            Err(AppendError::LimitExceeded {
-                at,
-                limit,
-                max,
-                value,
-            })
-        };
-        let max_records = limits.max_records.min(MAX_RECORDS);
-        if at >= max_records {
-            return exceeded(Limit::Records, max_records, at.saturating_add(1));
-        }
-        let id = match record.kind() {
-            RecordKind::ToolUse(id) | RecordKind::ToolResult(id) => id,
-            RecordKind::Summary(ids) => return self.check_summary_limits(ids),
-            RecordKind::User | RecordKind::Assistant => return Ok(()),
-        };
-        if id.len() > limits.max_call_id_bytes {
-            return exceeded(Limit::CallIdBytes, limits.max_call_id_bytes, id.len());
-        }
-        let open = self.calls.open_len();
-        if open >= limits.max_open_calls && !id.is_empty() {
-            let fp = self.calls.fingerprint(id);
-            let opens = match record.kind() {
-                RecordKind::ToolUse(_) => {
-                    // A reused id is refused as a duplicate call by `append` itself.
-                    !self.calls.is_early(&fp) && self.calls.seen_use(&fp).is_none()
-                }
-                _ => {
-                    !self.calls.is_pending(&fp)
-                        && !self.calls.is_completed(&fp)
-                        && !self.calls.is_early(&fp)
-                }
-            };
-            if opens {
-                return exceeded(Limit::OpenCalls, limits.max_open_calls, open + 1);
-            }
-        }
-        Ok(())
-    }
-
-    /// The caps a summary covering `ids` must meet: each id within
-    /// [`Limits::max_call_id_bytes`], and the answered calls, these included, within
-    /// [`Limits::max_records`]. Covered ids never open a call, so the open-call cap
-    /// does not apply. **O(k)** for `k` ids (their lengths only; no hashing).
-    fn check_summary_limits(&self, ids: &[CallId]) -> Result<(), AppendError> {
-        let at = self.len();
-        let limits = &self.limits;
-        if let Some(long) = ids.iter().find(|id| id.len() > limits.max_call_id_bytes) {
-            return Err(AppendError::LimitExceeded {
-                at,
-                limit: Limit::CallIdBytes,
-                max: limits.max_call_id_bytes,
-                value: long.len(),
-            });
-        }
-        let max = limits.max_records.min(MAX_RECORDS);
-        let answered = self.calls.completed_len().saturating_add(ids.len());
-        if answered > max {
-            return Err(AppendError::LimitExceeded {
-                at,
-                limit: Limit::AnsweredCalls,
-                max,
-                value: answered,
-            });
-        }
-        Ok(())
-    }
+/// How a tracker treats a record that breaks pairing.
+///
+/// Three events break the pairing of a clean log without making it unreadable: a
+/// `tool_result` with no `tool_use` before it (an orphan), a second `tool_result` for
+/// one id (a duplicate), and a `tool_use` whose result came before it. In
+/// [`Mode::Lenient`] (the default) the tracker accepts them, as the specification's
+/// code does, counts them in [`Anomalies`](crate::Anomalies) and reports each in
+/// [`Appended::anomaly`](crate::Appended::anomaly). In [`Mode::Strict`] it refuses
+/// them with [`AppendError::Violation`](crate::AppendError::Violation) and stays
+/// exactly as it was.
+///
+/// A second `tool_use` with one id is refused in both modes
+/// ([`AppendError::DuplicateCall`](crate::AppendError::DuplicateCall)): the two calls
+/// could never be told apart.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Mode {
+    /// Accept it, count it, report it in the [`Appended`](crate::Appended) outcome.
+    /// The specification's behaviour, and the default.
+    #[default]
+    Lenient,
+    /// Refuse it with [`AppendError::Violation`](crate::AppendError::Violation); the
+    /// tracker is unchanged.
+    Strict,
 }

@@ -1,4 +1,5 @@
-//! The tracker's error and outcome types: one enum per operation family.
+//! The core's error and outcome types: one enum per operation family (appending,
+//! events, replacing a region), and [`Defer`], the selector's "no legal cut here".
 
 use std::fmt;
 
@@ -142,3 +143,186 @@ impl fmt::Display for Defer {
 }
 
 impl std::error::Error for Defer {}
+
+/// A record that breaks pairing, as strict mode refuses it. Positions are record
+/// indexes (0-based).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum StrictViolation {
+    /// A `tool_result` at `at` with no `tool_use` before it.
+    OrphanResult {
+        /// The result's id.
+        call_id: CallId,
+        /// Position the refused record would have taken.
+        at: usize,
+    },
+    /// A second `tool_result` for one id.
+    DuplicateResult {
+        /// The repeated id.
+        call_id: CallId,
+        /// Position the refused record would have taken.
+        at: usize,
+        /// Position of the first result, when the tracker still knows it (it does while
+        /// that result waits for its call; answered calls are kept as fingerprints only).
+        first_result: Option<usize>,
+    },
+    /// A `tool_use` whose result came before it, at `first_result`.
+    UseAfterResult {
+        /// The call's id.
+        call_id: CallId,
+        /// Position the refused record would have taken.
+        at: usize,
+        /// Position of the earlier result.
+        first_result: usize,
+    },
+}
+
+impl StrictViolation {
+    /// The id of the record that breaks pairing. **O(1)**.
+    pub fn call_id(&self) -> &CallId {
+        match self {
+            StrictViolation::OrphanResult { call_id, .. }
+            | StrictViolation::DuplicateResult { call_id, .. }
+            | StrictViolation::UseAfterResult { call_id, .. } => call_id,
+        }
+    }
+
+    /// Position the refused record would have taken. **O(1)**.
+    pub fn at(&self) -> usize {
+        match self {
+            StrictViolation::OrphanResult { at, .. }
+            | StrictViolation::DuplicateResult { at, .. }
+            | StrictViolation::UseAfterResult { at, .. } => *at,
+        }
+    }
+}
+
+impl fmt::Display for StrictViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StrictViolation::OrphanResult { call_id, at } => write!(
+                f,
+                "record {at}: tool_result {call_id:?} has no tool_use before it (orphan result)"
+            ),
+            StrictViolation::DuplicateResult {
+                call_id,
+                at,
+                first_result,
+            } => {
+                write!(
+                    f,
+                    "record {at}: tool_result {call_id:?} repeats an earlier result"
+                )?;
+                match first_result {
+                    Some(p) => write!(f, " at record {p}"),
+                    None => f.write_str(" (the call is answered)"),
+                }
+            }
+            StrictViolation::UseAfterResult {
+                call_id,
+                at,
+                first_result,
+            } => write!(
+                f,
+                "record {at}: tool_use {call_id:?} comes after its result at record {first_result}"
+            ),
+        }
+    }
+}
+
+/// Why an [`Event`](crate::Event) was refused. A refused event leaves the tracker exactly as it was.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EventError {
+    /// The record was refused (a repeated call id, a record appended while another is
+    /// open, ...).
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    /// A delta or close arrived while no record was open.
+    #[error("{event} at record {len}: no record is open")]
+    NotOpen {
+        /// `delta` or `close`.
+        event: &'static str,
+        /// Number of records in the log.
+        len: usize,
+    },
+    /// The turn ended while a record was still open.
+    #[error("turn ended while the record at {open_at} is still open")]
+    TurnEndedWhileOpen {
+        /// Position of the open record.
+        open_at: usize,
+    },
+    /// A usage report arrived before any record.
+    #[error("usage reported ({tokens} tokens) for an empty log")]
+    EmptyLog {
+        /// The reported size.
+        tokens: u64,
+    },
+    /// The total token count would pass `u64::MAX`.
+    #[error("record {at}: {tokens} tokens would overflow the log's total ({before} before it)")]
+    TokenOverflow {
+        /// Position of the record.
+        at: usize,
+        /// The record's new size, or the delta.
+        tokens: u64,
+        /// Tokens of the records before it.
+        before: u64,
+    },
+}
+
+/// Which end of a region.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum RegionEnd {
+    /// The first record replaced.
+    Start,
+    /// The first record kept after the region.
+    End,
+}
+
+impl fmt::Display for RegionEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RegionEnd::Start => "start",
+            RegionEnd::End => "end",
+        })
+    }
+}
+
+/// Why [`Tracker::replace_region`](crate::Tracker::replace_region) refused a region.
+/// The tracker is then unchanged.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplaceError {
+    /// The region's `start` or `end` is not a legal cut (any more).
+    #[error("the region's {which} {at} is not a legal cut")]
+    NotALegalCut {
+        /// The position.
+        at: usize,
+        /// Which end.
+        which: RegionEnd,
+    },
+    /// The region holds no record (`start >= end`).
+    #[error("the region {start}..{end} is empty")]
+    EmptyRegion {
+        /// Its start.
+        start: usize,
+        /// Its end.
+        end: usize,
+    },
+    /// The region ends past the log.
+    #[error("the region ends at {end}, past the log's {len} records")]
+    OutOfRange {
+        /// Its end.
+        end: usize,
+        /// The log's length.
+        len: usize,
+    },
+    /// The summary's tokens would overflow the log's total.
+    #[error("a summary of {summary_tokens} tokens would overflow the {kept} tokens kept")]
+    TokenOverflow {
+        /// The summary's tokens.
+        summary_tokens: u64,
+        /// The tokens outside the region.
+        kept: u64,
+    },
+}

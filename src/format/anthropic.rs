@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, first_line_of, opt_str};
+use super::json_doc::{JsonStr, describe, opt_str, result_line};
 use super::{Block, Parsed, Role, TokenCounter};
-use crate::record::CallId;
+use crate::CallId;
 
 #[derive(Deserialize)]
 struct Msg<'a> {
@@ -95,7 +95,7 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
                 .ok_or_else(|| format!("content.{k}: tool_result block without a tool_use_id"))?;
             Block::Result {
                 id: CallId::from(id),
-                first_line: first_line_of(b.content),
+                first_line: result_line(b.content),
             }
         }
         Some("thinking" | "redacted_thinking") => Block::Reasoning,

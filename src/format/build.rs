@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{Block, Format, Role, Transcript, gemini};
-use crate::record::{CallId, Record};
+use crate::{CallId, Record};
 
 /// Assigns Gemini's missing ids and marks the messages a provider binds to the one
 /// before them. **O(blocks)**.

@@ -9,9 +9,9 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, first_line_of};
+use super::json_doc::{describe, result_line};
 use super::{Block, Message, Parsed, Role, TokenCounter};
-use crate::record::CallId;
+use crate::CallId;
 
 #[derive(Deserialize)]
 struct Content<'a> {
@@ -86,7 +86,7 @@ pub(crate) fn content(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
                 let name = resp.name.unwrap_or_default();
                 Block::Result {
                     id: id_or_placeholder(resp.id, &name),
-                    first_line: first_line_of(resp.response),
+                    first_line: result_line(resp.response),
                 }
             }
             (None, None) if part.thought == Some(true) => Block::Reasoning,

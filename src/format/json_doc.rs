@@ -196,7 +196,24 @@ pub(crate) fn first_line_of(raw: Option<&RawValue>) -> String {
     let Some(raw) = raw else {
         return String::new();
     };
-    first_line_of_raw(raw, 0).unwrap_or_else(|| super::first_line(raw.get()).to_owned())
+    first_line_of_raw(raw, 0).unwrap_or_else(|| raw.get().lines().next().unwrap_or("").to_owned())
+}
+
+/// The first line of a tool result's content as every summary unit keeps it
+/// ([`compact::first_line`](crate::compact::first_line): the first non-blank line,
+/// trimmed and capped), read as [`first_line_of`] reads it: only the first line is
+/// unescaped, unless the content starts with blank lines. **O(first line)** in the
+/// usual case.
+pub(crate) fn result_line(raw: Option<&RawValue>) -> String {
+    let line = first_line_of(raw);
+    if !line.trim().is_empty() {
+        return crate::compact::first_line(&line);
+    }
+    // Blank first lines: the line a unit keeps lies further in, so read the text.
+    match raw.map(|r| serde_json::from_str::<String>(r.get())) {
+        Some(Ok(text)) => crate::compact::first_line(&text),
+        _ => String::new(),
+    }
 }
 
 /// How deep [`first_line_of_raw`] looks into nested arrays and objects.
@@ -324,5 +341,18 @@ mod tests {
         assert_eq!(first("42"), "42");
         assert_eq!(first(r#"{"a":1}"#), r#"{"a":1}"#);
         assert_eq!(first_line_of(None), "");
+    }
+
+    #[test]
+    fn result_lines_are_the_units_first_lines() {
+        let unit = |json: &str| {
+            let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
+            result_line(Some(raw))
+        };
+        assert_eq!(unit(r#""  Sunny  \nUV 5""#), "Sunny");
+        assert_eq!(unit(r#""\n\n  second\nthird""#), "second");
+        assert_eq!(unit(&format!("{:?}", "y".repeat(300))).chars().count(), 201);
+        assert_eq!(unit(r#"[{"type":"text","text":"one\ntwo"}]"#), "one");
+        assert_eq!(result_line(None), "");
     }
 }

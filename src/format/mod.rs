@@ -12,7 +12,7 @@
 //!
 //! | format | input | rules checked |
 //! |---|---|---|
-//! | [`Format::Records`] | cutpoint's records JSONL | pairing only |
+//! | [`Format::Records`] | cutpoint's records JSONL ([`records`]) | pairing only |
 //! | [`Format::AnthropicMessages`] | JSON array / `{"messages": [...]}` | Anthropic Messages |
 //! | [`Format::OpenAiChat`] | JSON array / `{"messages": [...]}` (also `history`) | OpenAI Chat Completions |
 //! | [`Format::OpenAiResponses`] | JSON array / `{"input": [...]}` | OpenAI Responses |
@@ -27,28 +27,25 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::error::AppendError;
-use crate::record::{CallId, Record};
-use crate::tracker::Tracker;
+use crate::{AppendError, CallId, Record, Tracker};
 
 mod anthropic;
 mod build;
 mod claude_code;
 mod codex;
-pub mod compact;
 mod detect;
 mod gemini;
 mod json_doc;
 mod openai_chat;
 mod openai_responses;
-mod records;
-mod rules;
-mod rules_pairing;
+pub mod records;
+pub mod rewrite;
+pub mod rules;
 mod tokens;
 mod usage;
 
 pub use detect::detect;
-pub use rules::{Rule, Violation, validate, validate_transcript};
+pub use rules::{Rule, RuleViolation, check_rules};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
@@ -165,7 +162,8 @@ pub enum Block {
     Result {
         /// The call id it answers.
         id: CallId,
-        /// The first line of the result's text (empty if it has none).
+        /// The first line of the result's text as a summary unit keeps it
+        /// ([`compact::first_line`](crate::compact::first_line)); empty if it has none.
         first_line: String,
     },
 }
@@ -258,7 +256,7 @@ pub struct Transcript {
     /// included); `None` for JSONL.
     pub array_span: Option<Range<usize>>,
     /// OpenAI Responses: the request names a `previous_response_id`, so outputs at the
-    /// start may answer calls of the stored conversation (see [`validate_transcript`]).
+    /// start may answer calls of the stored conversation (see [`check_rules`]).
     pub continues_previous_response: bool,
 }
 
@@ -300,7 +298,7 @@ pub fn read(
 ) -> Result<Transcript, FormatError> {
     let mut continues_previous_response = false;
     let (messages, array_span) = match format {
-        Format::Records => (records::read(text)?, None),
+        Format::Records => (records::transcript::read(text)?, None),
         Format::ClaudeCode => (claude_code::read(text, counter)?, None),
         Format::CodexRollout => (codex::read(text, counter)?, None),
         Format::AnthropicMessages
@@ -402,9 +400,4 @@ impl Transcript {
             .iter()
             .fold(0u64, |a, m| a.saturating_add(m.tokens()))
     }
-}
-
-/// The first line of `text`, without its line ending. **O(line)**.
-pub(crate) fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
 }

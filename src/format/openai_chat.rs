@@ -5,9 +5,9 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, first_line_of};
+use super::json_doc::{describe, result_line};
 use super::{Block, Parsed, Role, TokenCounter};
-use crate::record::CallId;
+use crate::CallId;
 
 #[derive(Deserialize)]
 struct Msg<'a> {
@@ -58,7 +58,7 @@ pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
         if ids.is_empty() || ids.iter().any(String::is_empty) {
             return Err("tool message with an empty tool_call_id".to_owned());
         }
-        let first_line = first_line_of(msg.content);
+        let first_line = result_line(msg.content);
         let share = counter.count(text).div_ceil(ids.len() as u64);
         for id in ids {
             blocks.push((

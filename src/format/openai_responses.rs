@@ -6,9 +6,9 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, first_line_of, opt_str, string_or_json};
+use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
 use super::{Block, Parsed, Role, TokenCounter};
-use crate::record::CallId;
+use crate::CallId;
 
 /// The fields of an item that matter; the rest (message content, encrypted
 /// reasoning, ...) is skipped without being copied.
@@ -70,7 +70,7 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
                 .ok_or_else(|| format!("{kind} item without a call_id"))?;
             Block::Result {
                 id: CallId::from(id),
-                first_line: first_line_of(item.output),
+                first_line: result_line(item.output),
             }
         }
     } else if kind == "reasoning" {

@@ -1,19 +1,43 @@
 //! Writing a compacted transcript back in its own format: the pinned head verbatim,
 //! one summary message in the provider's shape, then the retained messages exactly as
 //! they were (byte for byte).
-
-use std::fmt::Write as _;
+//!
+//! [`compact`] plans once, on the compaction layer's [`Log`] over the live history
+//! (its tracker is the only one built), and writes the summary's ledger with the one
+//! renderer every summary uses, [`summary_text`].
 
 use serde_json::json;
 
 use super::{Block, ByteEstimate, Format, TokenCounter, Transcript};
-use crate::error::AppendError;
-use crate::record::CallId;
+use crate::AppendError;
+use crate::compact::{Entry, Log, PlanError, Unit, Window, summary_text};
 
-/// Why a compaction could not be written.
+/// Which message boundary a rewrite was asked to place.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Boundary {
+    /// The end of the pinned head: the first summarized message.
+    HeadEnd,
+    /// The cut: the first retained message.
+    Cut,
+}
+
+impl std::fmt::Display for Boundary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Boundary::HeadEnd => "end the pinned head",
+            Boundary::Cut => "cut",
+        })
+    }
+}
+
+/// Why a compacted transcript could not be written.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RenderError {
+pub enum RewriteError {
+    /// No legal cut in the window, or the head is still open: wait for the turn
+    /// boundary.
+    #[error("{0}")]
+    Plan(#[from] PlanError),
     /// The head or the cut is not a message boundary the transcript allows: it would
     /// split a tool call from its result, or a message a provider binds to the one
     /// before it.
@@ -23,8 +47,8 @@ pub enum RenderError {
     NotLegal {
         /// The message index asked for.
         at: usize,
-        /// `end the pinned head` or `cut`.
-        what: &'static str,
+        /// Which boundary.
+        what: Boundary,
     },
     /// The tracker refused the transcript's records (a log too long or too large).
     #[error(transparent)]
@@ -49,23 +73,12 @@ pub enum RenderError {
     },
 }
 
-/// One summarized tool pair of the ledger.
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub struct LedgerEntry {
-    /// The call id.
-    pub call_id: CallId,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, verbatim.
-    pub arguments: String,
-    /// The first line of the result; `None` if the summarized part holds none.
-    pub first_line: Option<String>,
-}
-
-/// The tool pairs of messages `range`, in call order. **O(blocks)**.
-pub fn ledger(t: &Transcript, range: std::ops::Range<usize>) -> Vec<LedgerEntry> {
-    let mut entries: Vec<LedgerEntry> = Vec::new();
+/// The summary units of the tool pairs of messages `range`, in call order: each call
+/// with its tool name and arguments verbatim, and the first line of its result when
+/// the range holds one. A call id that comes back (OpenAI Chat) pairs with the latest
+/// call. **O(blocks)**.
+pub fn ledger(t: &Transcript, range: std::ops::Range<usize>) -> Vec<Unit> {
+    let mut units: Vec<Unit> = Vec::new();
     for m in t.messages.get(range).unwrap_or(&[]) {
         for (block, _) in &m.blocks {
             match block {
@@ -73,50 +86,25 @@ pub fn ledger(t: &Transcript, range: std::ops::Range<usize>) -> Vec<LedgerEntry>
                     id,
                     name,
                     arguments,
-                } => entries.push(LedgerEntry {
-                    call_id: id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                    first_line: None,
+                } => units.push(Unit {
+                    tool: (!name.is_empty()).then(|| name.clone()),
+                    arguments: Some(arguments.clone()),
+                    ..Unit::bare(id.clone())
                 }),
                 Block::Result { id, first_line } => {
-                    // The latest call with this id (ids may come back in OpenAI Chat).
-                    if let Some(e) = entries
+                    if let Some(u) = units
                         .iter_mut()
                         .rev()
-                        .find(|e| &e.call_id == id && e.first_line.is_none())
+                        .find(|u| &u.call_id == id && u.first_line.is_none())
                     {
-                        e.first_line = Some(first_line.clone());
+                        u.first_line = Some(first_line.clone());
                     }
                 }
                 _ => {}
             }
         }
     }
-    entries
-}
-
-/// The summary message's text: `summary`, then one ledger line per summarized tool
-/// pair: `- CALL_ID NAME ARGUMENTS => FIRST LINE OF RESULT`. **O(ledger)**.
-pub fn summary_text(summary: &str, ledger: &[LedgerEntry]) -> String {
-    let mut text = summary.to_owned();
-    if !ledger.is_empty() {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str("Tool calls summarized (call id, tool, arguments, first line of result):");
-        for e in ledger {
-            let _ = write!(
-                text,
-                "\n- {} {} {} => {}",
-                e.call_id,
-                e.name,
-                e.arguments,
-                e.first_line.as_deref().unwrap_or("(no result)")
-            );
-        }
-    }
-    text
+    units
 }
 
 /// The summary message as one JSON value (one line for JSONL formats), in the shape
@@ -177,54 +165,70 @@ fn line_context(format: Format, line: &str) -> serde_json::Map<String, serde_jso
     out
 }
 
-/// Writes `t` (read from `input`) compacted: messages `..head` verbatim, one summary
-/// message whose text is `summary` followed by the ledger of every tool pair in
-/// `head..cut`, then messages `cut..` byte-identical. `head` and `cut` are message
-/// indices; both must be legal cuts ([`legal`](Transcript::legal_message_cuts)), and
-/// `head <= cut`. For JSONL, lines that are not messages are kept up to the first
-/// summarized message and from the cut on, and dropped in between; for JSON documents, the text
-/// around the message array is kept. **O(len)**.
+/// Writes `t` (read from `input`) compacted at message boundaries the caller chose:
+/// messages `..head` verbatim, one summary message whose text is `summary` followed by
+/// the ledger of every tool pair in `head..cut`, then messages `cut..` byte-identical.
+/// `head` and `cut` are message indices; both must be legal cuts
+/// ([`legal_message_cuts`](Transcript::legal_message_cuts), which this checks by
+/// building one tracker), and `head <= cut`. For JSONL, lines that are not messages are
+/// kept up to the first summarized message and from the cut on, and dropped in
+/// between; for JSON documents, the text around the message array is kept.
+/// **O(len)**.
 ///
 /// # Errors
-/// [`RenderError`] when `head` or `cut` is not a legal boundary, or out of range.
+/// [`RewriteError`] when `head` or `cut` is not a legal boundary, or out of range, or
+/// `input` is not `t`'s text.
 pub fn render(
     t: &Transcript,
     input: &str,
     head: usize,
     cut: usize,
     summary: &str,
-) -> Result<String, RenderError> {
+) -> Result<String, RewriteError> {
+    check_range(t, input, head, cut)?;
+    let legal = t.legal_message_cuts()?;
+    let is_legal = |m: usize| m < t.live_from() || legal.binary_search(&m).is_ok();
+    if !is_legal(head) {
+        return Err(RewriteError::NotLegal {
+            at: head,
+            what: Boundary::HeadEnd,
+        });
+    }
+    if !is_legal(cut) {
+        return Err(RewriteError::NotLegal {
+            at: cut,
+            what: Boundary::Cut,
+        });
+    }
+    Ok(write(t, input, head, cut, summary))
+}
+
+/// `head <= cut <= len`, and every span of `t` lies in `input`. **O(messages)**.
+fn check_range(t: &Transcript, input: &str, head: usize, cut: usize) -> Result<(), RewriteError> {
     let len = t.messages.len();
     if head > cut || cut > len {
-        return Err(RenderError::OutOfRange { cut, head, len });
+        return Err(RewriteError::OutOfRange { cut, head, len });
     }
     if let Some(message) = t
         .messages
         .iter()
         .position(|m| m.spans.iter().any(|s| input.get(s.clone()).is_none()))
     {
-        return Err(RenderError::InputMismatch { message });
+        return Err(RewriteError::InputMismatch { message });
     }
     if t.array_span
         .as_ref()
         .is_some_and(|a| input.get(a.clone()).is_none())
     {
-        return Err(RenderError::InputMismatch { message: 0 });
+        return Err(RewriteError::InputMismatch { message: 0 });
     }
-    let legal = t.legal_message_cuts()?;
-    let is_legal = |m: usize| m < t.live_from() || legal.binary_search(&m).is_ok();
-    if !is_legal(head) {
-        return Err(RenderError::NotLegal {
-            at: head,
-            what: "end the pinned head",
-        });
-    }
-    if !is_legal(cut) {
-        return Err(RenderError::NotLegal {
-            at: cut,
-            what: "cut",
-        });
-    }
+    Ok(())
+}
+
+/// The rewrite itself, for a range [`check_range`] accepted and boundaries known to
+/// be legal. **O(len)**.
+fn write(t: &Transcript, input: &str, head: usize, cut: usize, summary: &str) -> String {
+    let len = t.messages.len();
     let text = summary_text(summary, &ledger(t, head..cut));
     let span = |m: usize| t.messages[m].spans.first().map_or(0..0, Clone::clone);
     let mut value = summary_value(t.format, &text, ByteEstimate.count(&text));
@@ -281,13 +285,13 @@ pub fn render(
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// A compaction written back in the transcript's format.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
-pub struct Compacted {
+pub struct Rewritten {
     /// The compacted log, in the input's format.
     pub text: String,
     /// First summarized message (end of the pinned head).
@@ -297,54 +301,40 @@ pub struct Compacted {
     /// Tokens of the summarized messages.
     pub tokens: u64,
     /// The summarized tool pairs, as the summary's ledger lists them.
-    pub ledger: Vec<LedgerEntry>,
+    pub ledger: Vec<Unit>,
 }
 
-/// Why [`compact_transcript`] wrote nothing.
-#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CompactError {
-    /// No legal cut in the window, or the head is still open: wait for the turn
-    /// boundary.
-    #[error("{0}")]
-    Deferred(#[from] crate::compact::Deferral),
-    /// The plan could not be written (a log the tracker refuses).
-    #[error(transparent)]
-    Render(#[from] RenderError),
-}
-
-/// Plans a compaction of `t` (read from `input`) with [`Log::plan`](crate::compact::Log::plan)
-/// over its live history's records, `keep_head` messages of the live history pinned
-/// (overriding `policy.keep_head`, which counts records), and writes it with
-/// [`render`]. `Ok(None)` when there is nothing to compact past the head.
-/// **O(len)**.
+/// Compacts `t` (read from `input`): plans once with [`Log::plan`] over the live
+/// history's records, `keep_head` messages of the live history pinned (overriding
+/// `window.keep_head`, which counts records), and writes the result as [`render`]
+/// does, without a second tracker (the plan's ends are legal cuts by construction).
+/// `Ok(None)` when there is nothing to compact past the head. **O(len)**.
 ///
 /// # Errors
-/// [`CompactError::Deferred`] when the plan defers; [`CompactError::Render`] when the
-/// tracker refuses the records.
-pub fn compact_transcript(
+/// [`RewriteError::Plan`] when the plan defers; [`RewriteError::Tracker`] when the
+/// tracker refuses the records; [`RewriteError::InputMismatch`] when `input` is not
+/// `t`'s text.
+pub fn compact(
     t: &Transcript,
     input: &str,
-    policy: &crate::compact::Policy,
+    window: &Window,
     keep_head: usize,
     summary: &str,
-) -> Result<Option<Compacted>, CompactError> {
+) -> Result<Option<Rewritten>, RewriteError> {
     let (records, owner) = t.records(t.live_from());
-    let log =
-        crate::compact::Log::from_entries(records.into_iter().map(crate::compact::Entry::from))
-            .map_err(RenderError::from)?;
+    let log = Log::from_entries(records.into_iter().map(Entry::from))?;
     let head_message = t.live_from().saturating_add(keep_head);
-    let mut policy = policy.clone();
-    policy.keep_head = owner.partition_point(|&m| m < head_message);
-    let plan = log.plan(&policy)?;
+    let mut window = window.clone();
+    window.keep_head = owner.partition_point(|&m| m < head_message);
+    let plan = log.plan(&window)?;
     if plan.region.is_empty() {
         return Ok(None);
     }
     let head = t.message_at(&owner, plan.region.start);
     let cut = t.message_at(&owner, plan.region.end);
-    let text = render(t, input, head, cut, summary)?;
-    Ok(Some(Compacted {
-        text,
+    check_range(t, input, head, cut)?;
+    Ok(Some(Rewritten {
+        text: write(t, input, head, cut, summary),
         head,
         cut,
         tokens: plan.region_tokens,

@@ -3,12 +3,9 @@
 //! claim two trackers (live and rebuilt, before and after a refused record, live and
 //! restored) are the same. Written once here so that every such claim means the same.
 
-use crate::limits::Limits;
-use crate::mode::Mode;
-use crate::tracker::{Anomalies, Tracker};
+use crate::core::{Anomalies, Limits, Mode, Tracker};
 
-/// A tracker's observable state. Hidden from the docs: for tests and fuzzers.
-#[doc(hidden)]
+/// A tracker's observable state.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Observation {
     /// Number of records.
@@ -34,10 +31,15 @@ pub struct Observation {
     pub mode: Mode,
 }
 
-impl Tracker {
-    /// The tracker's observable state. **O(n)**. For tests and fuzzers.
-    #[doc(hidden)]
-    pub fn observe(&self) -> Observation {
+/// What can be observed of a value, as one comparable [`Observation`]: a method on
+/// [`Tracker`] for tests and fuzzers (`use cutpoint::testing::Observe`).
+pub trait Observe {
+    /// The observable state. **O(n)**.
+    fn observe(&self) -> Observation;
+}
+
+impl Observe for Tracker {
+    fn observe(&self) -> Observation {
         Observation {
             len: self.len(),
             total: self.total_tokens(),

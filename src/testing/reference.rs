@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use crate::error::Defer;
+use crate::core::Defer;
 use crate::record::{CallId, Record, RecordKind};
 
 /// The seed's `pending_calls_at`: ids of `tool_use`s before `cut` with no

@@ -10,12 +10,13 @@
 //! thousands of open calls get the hash table's **O(1)** expected instead of a scan.
 //! Measured in `cargo bench --bench append` (numbers in the README).
 
+use crate::core::invariants::ensure;
 use std::hash::BuildHasherDefault;
 
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-use crate::calls::{Fingerprint, FingerprintHasher};
+use super::fingerprint::{Fingerprint, FingerprintHasher};
 
 /// Entries kept inline, without allocating.
 pub(crate) const INLINE: usize = 4;
@@ -170,20 +171,21 @@ impl<V> FpMap<V> {
     }
 
     /// Checks the invariants in the type docs. Panics with a description if one fails.
-    pub(crate) fn assert_invariants(&self) {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if self.table.is_some() {
-            assert!(
+            ensure!(
                 self.list.is_empty(),
                 "entries live in the list or the table"
             );
         }
-        assert!(self.list.len() <= SPILL, "the list holds at most {SPILL}");
+        ensure!(self.list.len() <= SPILL, "the list holds at most {SPILL}");
         for (i, (k, _)) in self.list.iter().enumerate() {
-            assert!(
+            ensure!(
                 self.list[..i].iter().all(|(other, _)| other != k),
                 "keys are distinct"
             );
         }
+        Ok(())
     }
 }
 
@@ -243,7 +245,7 @@ mod tests {
                         oracle.retain(|_, v| *v % m != 0);
                     }
                 }
-                map.assert_invariants();
+                map.check().unwrap();
                 prop_assert_eq!(map.len(), oracle.len());
                 prop_assert_eq!(map.is_empty(), oracle.is_empty());
                 let mut got: Vec<(Fingerprint, u32)> = map.iter().map(|(k, v)| (*k, *v)).collect();

@@ -64,70 +64,21 @@
 //!
 //! The seeds come from foldhash's per-process random source (no syscall per tracker).
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use crate::core::invariants::{ensure, ensure_eq};
+use std::hash::{BuildHasher, Hasher};
 
-use crate::fp_map::FpMap;
+mod fingerprint;
+mod fp_map;
+mod used;
+
+pub(crate) use fingerprint::Fingerprint;
+use fp_map::FpMap;
+#[cfg(feature = "testing")]
+pub use used::UsedIds;
+#[cfg(not(feature = "testing"))]
+pub(crate) use used::UsedIds;
 
 use crate::record::CallId;
-use crate::used::UsedIds;
-
-/// A keyed 128-bit fingerprint of a call id, as two words (8-byte aligned, so map
-/// entries stay 16 bytes where a `u128` would pad them to 32).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Fingerprint(pub(crate) u64, pub(crate) u64);
-
-#[cfg(test)]
-impl Fingerprint {
-    /// A fingerprint from its two words, for tests.
-    pub(crate) fn from_parts(a: u64, b: u64) -> Self {
-        Fingerprint(a, b)
-    }
-
-    /// A total order, for sorting in tests.
-    pub(crate) fn sort_key(self) -> (u64, u64) {
-        (self.0, self.1)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl Fingerprint {
-    /// The two words, for snapshots.
-    pub(crate) fn words(self) -> [u64; 2] {
-        [self.0, self.1]
-    }
-
-    /// A fingerprint from its two words, as a snapshot stored them.
-    pub(crate) fn from_words([a, b]: [u64; 2]) -> Self {
-        Fingerprint(a, b)
-    }
-}
-
-impl Hash for Fingerprint {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // The first word is already a keyed, uniformly mixed hash: hand it over as is.
-        state.write_u64(self.0);
-    }
-}
-
-/// Passes a [`Fingerprint`]'s first word through unchanged.
-#[derive(Default)]
-pub(crate) struct FingerprintHasher(u64);
-
-impl Hasher for FingerprintHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `Fingerprint` is hashed with this hasher, through `write_u64`; stay
-        // correct (if slow) for anything else.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, word: u64) {
-        self.0 ^= word;
-    }
-}
 
 /// A call whose `tool_use` has been appended and whose `tool_result` has not.
 #[derive(Clone, Debug)]
@@ -396,59 +347,60 @@ impl CallBook {
     }
 
     /// Checks the book's own invariants. Panics with a description if one fails.
-    pub(crate) fn assert_invariants(&self, len: usize) {
-        self.used.assert_invariants();
-        self.pending.assert_invariants();
-        self.early.assert_invariants();
+    pub(crate) fn check(&self, len: usize) -> Result<(), String> {
+        self.used.check()?;
+        self.pending.check()?;
+        self.early.check()?;
         for (fp, p) in self.pending.iter() {
-            assert_eq!(
+            ensure_eq!(
                 *fp,
                 self.fingerprint(&p.id),
                 "pending key is the id's fingerprint"
             );
-            assert!(
+            ensure!(
                 (p.at as usize) < len,
                 "pending call {} at {} is inside the log",
                 p.id,
                 p.at
             );
-            assert!(
+            ensure!(
                 self.used.contains(fp),
                 "pending call {} is among the used ids",
                 p.id
             );
-            assert!(
+            ensure!(
                 !self.early.contains_key(fp),
                 "pending call {} has no early result",
                 p.id
             );
         }
         for (fp, e) in self.early.iter() {
-            assert_eq!(
+            ensure_eq!(
                 *fp,
                 self.fingerprint(&e.id),
                 "early key is the id's fingerprint"
             );
-            assert!(
+            ensure!(
                 (e.first_at as usize) < len,
                 "early result {} is inside the log",
                 e.id
             );
             let mut prev = e.first_at;
             for &p in &e.later {
-                assert!(
+                ensure!(
                     p > prev && (p as usize) < len,
                     "further results of {} follow the first, inside the log",
                     e.id
                 );
                 prev = p;
             }
-            assert!(
+            ensure!(
                 !self.used.contains(fp),
                 "early result {} has no call yet",
                 e.id
             );
         }
+        Ok(())
     }
 }
 

@@ -59,10 +59,11 @@
 //!   load, plus the filter), against hashbrown's 22.3-35.7 (after a doubling its table
 //!   is under half full), and no doubling spike: growth is one table at a time.
 
+use crate::core::invariants::{ensure, ensure_eq};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::calls::Fingerprint;
+use super::fingerprint::Fingerprint;
 
 /// Buckets of the `recent` table: 2^15 buckets of 17 bytes (16 for the fingerprint,
 /// one control byte) are 544 KiB, about one core's L2 here. Holds 7/8 of that many
@@ -220,25 +221,26 @@ impl UsedIds {
 
     /// Checks the invariants in the type doc. Panics with a description if one fails.
     /// **O(n)**.
-    pub(crate) fn assert_invariants(&self) {
-        assert!(self.recent.len() < self.recent_max, "recent is not full");
+    pub(crate) fn check(&self) -> Result<(), String> {
+        ensure!(self.recent.len() < self.recent_max, "recent is not full");
         let mut seen = std::collections::HashSet::new();
         for fp in self.iter() {
-            assert!(seen.insert(fp), "{fp:?} is in one table once");
+            ensure!(seen.insert(fp), "{fp:?} is in one table once");
         }
-        assert_eq!(seen.len(), self.len(), "len counts every table");
-        assert_eq!(
+        ensure_eq!(seen.len(), self.len(), "len counts every table");
+        ensure_eq!(
             self.frozen_len,
             self.frozen.iter().map(|t| t.len()).sum::<usize>(),
             "frozen_len is the frozen tables' total"
         );
         for t in &self.frozen {
-            assert_eq!(t.len(), self.recent_max, "a frozen table is full");
+            ensure_eq!(t.len(), self.recent_max, "a frozen table is full");
             for fp in t {
-                assert!(self.filter.may_contain(fp.1), "the filter has {fp:?}");
+                ensure!(self.filter.may_contain(fp.1), "the filter has {fp:?}");
             }
         }
-        assert!(self.filter.keys >= self.frozen_len, "the filter is sized");
+        ensure!(self.filter.keys >= self.frozen_len, "the filter is sized");
+        Ok(())
     }
 }
 
@@ -386,7 +388,7 @@ mod tests {
             assert!(used.insert(fp(mix(i), mix(i + n))), "fresh {i}");
         }
         assert!(used.frozen.len() > 100, "many freezes");
-        used.assert_invariants();
+        used.check().unwrap();
         let bytes = used.heap_bytes();
         for i in 0..n {
             assert!(!used.insert(fp(mix(i), mix(i + n))), "repeat {i}");
@@ -412,7 +414,7 @@ mod tests {
             assert!(used.insert(fp(mix(i), 7)));
             assert!(used.insert(fp(7, mix(i))));
         }
-        used.assert_invariants();
+        used.check().unwrap();
         for i in 0..200 {
             assert!(!used.insert(fp(mix(i), 7)));
             assert!(!used.insert(fp(7, mix(i))));
@@ -502,7 +504,7 @@ mod tests {
                 }
                 prop_assert_eq!(used.len(), oracle.len());
             }
-            used.assert_invariants();
+            used.check().unwrap();
             let all: HashSet<_> = used.iter().collect();
             prop_assert_eq!(all, oracle);
         }

@@ -1,205 +1,158 @@
-//! Strict and lenient modes: what a tracker does with a record that breaks pairing.
-//!
-//! Three events break the pairing of a clean log without making it unreadable:
-//! a `tool_result` with no `tool_use` before it (an orphan), a second `tool_result` for
-//! one id (a duplicate), and a `tool_use` whose result came before it. In
-//! [`Mode::Lenient`] (the default) the tracker accepts them, as the seed does, counts
-//! them in [`Anomalies`](crate::Anomalies) and reports each in
-//! [`Appended::anomaly`](crate::Appended::anomaly). In [`Mode::Strict`] it refuses them
-//! with [`AppendError::Violation`] and stays exactly as it was.
-//!
-//! A second `tool_use` with one id is refused in both modes
-//! ([`AppendError::DuplicateCall`]): the two calls could never be told apart.
+//! Admission: everything `append` refuses that the core pairing rules do not. One
+//! pure check, first the caps ([`Limits`](crate::Limits)), then, in
+//! [`Mode::Strict`], pairing violations. It reads the tracker and changes nothing, and
+//! it takes the call id's fingerprint that `append` computed, so an id is hashed once
+//! per append whatever the mode and caps.
 
-use std::fmt;
-
-use crate::error::AppendError;
-use crate::record::{CallId, Record, RecordKind};
-use crate::tracker::Tracker;
-
-/// How a tracker treats a record that breaks pairing.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum Mode {
-    /// Accept it, count it, report it in the [`Appended`](crate::Appended) outcome.
-    /// The seed's behaviour, and the default.
-    #[default]
-    Lenient,
-    /// Refuse it with [`AppendError::Violation`]; the tracker is unchanged.
-    Strict,
-}
-
-/// A record that breaks pairing, as strict mode refuses it. Positions are record
-/// indexes (0-based).
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum StrictViolation {
-    /// A `tool_result` at `at` with no `tool_use` before it.
-    OrphanResult {
-        /// The result's id.
-        call_id: CallId,
-        /// Position the refused record would have taken.
-        at: usize,
-    },
-    /// A second `tool_result` for one id.
-    DuplicateResult {
-        /// The repeated id.
-        call_id: CallId,
-        /// Position the refused record would have taken.
-        at: usize,
-        /// Position of the first result, when the tracker still knows it (it does while
-        /// that result waits for its call; answered calls are kept as fingerprints only).
-        first_result: Option<usize>,
-    },
-    /// A `tool_use` whose result came before it, at `first_result`.
-    UseAfterResult {
-        /// The call's id.
-        call_id: CallId,
-        /// Position the refused record would have taken.
-        at: usize,
-        /// Position of the earlier result.
-        first_result: usize,
-    },
-}
-
-impl StrictViolation {
-    /// The id of the record that breaks pairing. **O(1)**.
-    pub fn call_id(&self) -> &CallId {
-        match self {
-            StrictViolation::OrphanResult { call_id, .. }
-            | StrictViolation::DuplicateResult { call_id, .. }
-            | StrictViolation::UseAfterResult { call_id, .. } => call_id,
-        }
-    }
-
-    /// Position the refused record would have taken. **O(1)**.
-    pub fn at(&self) -> usize {
-        match self {
-            StrictViolation::OrphanResult { at, .. }
-            | StrictViolation::DuplicateResult { at, .. }
-            | StrictViolation::UseAfterResult { at, .. } => *at,
-        }
-    }
-}
-
-impl fmt::Display for StrictViolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StrictViolation::OrphanResult { call_id, at } => write!(
-                f,
-                "record {at}: tool_result {call_id:?} has no tool_use before it (orphan result)"
-            ),
-            StrictViolation::DuplicateResult {
-                call_id,
-                at,
-                first_result,
-            } => {
-                write!(
-                    f,
-                    "record {at}: tool_result {call_id:?} repeats an earlier result"
-                )?;
-                match first_result {
-                    Some(p) => write!(f, " at record {p}"),
-                    None => f.write_str(" (the call is answered)"),
-                }
-            }
-            StrictViolation::UseAfterResult {
-                call_id,
-                at,
-                first_result,
-            } => write!(
-                f,
-                "record {at}: tool_use {call_id:?} comes after its result at record {first_result}"
-            ),
-        }
-    }
-}
+use super::Tracker;
+use crate::core::calls::Fingerprint;
+use crate::core::config::{Limit, Mode};
+use crate::core::error::{AppendError, StrictViolation};
+use crate::core::index::MAX_RECORDS;
+use crate::record::{CallId, RecordKind};
 
 impl Tracker {
-    /// The mode in force. **O(1)**.
-    pub fn mode(&self) -> Mode {
-        self.mode
+    /// Refuses a record of `kind` (whose call id, if any, fingerprints to `fp`) if
+    /// appending it would pass a cap or, in strict mode, break pairing. Reads only.
+    /// **O(1)** expected for tool records, **O(k)** for a summary of `k` ids (their
+    /// lengths only).
+    pub(super) fn admit(
+        &self,
+        kind: &RecordKind,
+        fp: Option<&Fingerprint>,
+    ) -> Result<(), AppendError> {
+        let at = self.len();
+        let max_records = self.limits.max_records.min(MAX_RECORDS);
+        if at >= max_records {
+            return Err(exceeded(
+                at,
+                Limit::Records,
+                max_records,
+                at.saturating_add(1),
+            ));
+        }
+        match (kind, fp) {
+            (RecordKind::Summary(ids), _) => self.admit_summary(ids),
+            (RecordKind::ToolUse(id), Some(fp)) => self.admit_tool(id, fp, true),
+            (RecordKind::ToolResult(id), Some(fp)) => self.admit_tool(id, fp, false),
+            _ => Ok(()),
+        }
     }
 
-    /// Switches mode; later appends follow it. Anomalies accepted earlier stay counted.
-    /// **O(1)**.
-    pub fn set_mode(&mut self, mode: Mode) {
-        self.mode = mode;
-    }
-
-    /// This tracker in `mode`, for chaining after a constructor. **O(1)**.
-    ///
-    /// ```
-    /// use cutpoint::{AppendError, Mode, Record, Tracker, StrictViolation};
-    /// let mut t = Tracker::new().in_mode(Mode::Strict);
-    /// let refused = t.append(Record::tool_result("ghost", 5)).unwrap_err();
-    /// assert!(matches!(refused, AppendError::Violation(StrictViolation::OrphanResult { at: 0, .. })));
-    /// assert!(t.is_empty());
-    /// ```
-    #[must_use]
-    pub fn in_mode(mut self, mode: Mode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// Everything `append` refuses that the core rules do not: the caps, then (strict
-    /// mode) pairing violations. Called first thing in `append`, so a refused record
-    /// leaves the tracker untouched. Reads only.
-    ///
-    /// **O(1)** in lenient mode (plus one hash of the id at the open-call cap);
-    /// in strict mode one more hash of a tool record's id, so strict appends of tool
-    /// records cost about twice the hashing of lenient ones.
-    pub(crate) fn admit(&self, record: &Record) -> Result<(), AppendError> {
-        self.check_limits(record)?;
+    /// The id-length and open-call caps, then strict-mode pairing, for a `tool_use`
+    /// (`is_use`) or `tool_result` with id `id`. Empty ids are left to `append`, which
+    /// refuses them in both modes. **O(1)** expected.
+    fn admit_tool(&self, id: &CallId, fp: &Fingerprint, is_use: bool) -> Result<(), AppendError> {
+        let at = self.len();
+        let limits = &self.limits;
+        if id.len() > limits.max_call_id_bytes {
+            return Err(exceeded(
+                at,
+                Limit::CallIdBytes,
+                limits.max_call_id_bytes,
+                id.len(),
+            ));
+        }
+        if id.is_empty() {
+            return Ok(());
+        }
+        let open = self.calls.open_len();
+        if open >= limits.max_open_calls && self.opens_a_call(fp, is_use) {
+            return Err(exceeded(
+                at,
+                Limit::OpenCalls,
+                limits.max_open_calls,
+                open + 1,
+            ));
+        }
         if self.mode == Mode::Strict {
-            if let Some(violation) = self.violation(record) {
+            if let Some(violation) = self.violation(id, fp, is_use) {
                 return Err(AppendError::Violation(violation));
             }
         }
         Ok(())
     }
 
-    /// The pairing violation `record` would be, if any. Empty ids are left to `append`,
-    /// which refuses them in both modes. **O(len(id))**.
-    fn violation(&self, record: &Record) -> Option<StrictViolation> {
-        let at = self.len();
-        match record.kind() {
-            RecordKind::ToolUse(id) if !id.is_empty() => {
-                let fp = self.calls.fingerprint(id);
-                self.calls
-                    .early_at(&fp)
-                    .map(|first_result| StrictViolation::UseAfterResult {
-                        call_id: id.clone(),
-                        at,
-                        first_result,
-                    })
-            }
-            RecordKind::ToolResult(id) if !id.is_empty() => {
-                let fp = self.calls.fingerprint(id);
-                if self.calls.is_pending(&fp) {
-                    None
-                } else if let Some(first) = self.calls.early_at(&fp) {
-                    Some(StrictViolation::DuplicateResult {
-                        call_id: id.clone(),
-                        at,
-                        first_result: Some(first),
-                    })
-                } else if self.calls.is_completed(&fp) {
-                    Some(StrictViolation::DuplicateResult {
-                        call_id: id.clone(),
-                        at,
-                        first_result: None,
-                    })
-                } else {
-                    Some(StrictViolation::OrphanResult {
-                        call_id: id.clone(),
-                        at,
-                    })
-                }
-            }
-            _ => None,
+    /// Whether a record with this fingerprint would open a call: a `tool_use` not yet
+    /// answered early (a reused id is refused as a duplicate call by `append` itself),
+    /// or a `tool_result` that answers nothing known. **O(1)** expected.
+    fn opens_a_call(&self, fp: &Fingerprint, is_use: bool) -> bool {
+        if is_use {
+            !self.calls.is_early(fp) && self.calls.seen_use(fp).is_none()
+        } else {
+            !self.calls.is_pending(fp) && !self.calls.is_completed(fp) && !self.calls.is_early(fp)
         }
+    }
+
+    /// The caps a summary covering `ids` must meet: each id within
+    /// [`Limits::max_call_id_bytes`](crate::Limits::max_call_id_bytes), and the
+    /// answered calls, these included, within
+    /// [`Limits::max_records`](crate::Limits::max_records). Covered ids never open a
+    /// call, so the open-call cap does not apply. **O(k)** for `k` ids (their lengths
+    /// only; no hashing).
+    fn admit_summary(&self, ids: &[CallId]) -> Result<(), AppendError> {
+        let at = self.len();
+        let limits = &self.limits;
+        if let Some(long) = ids.iter().find(|id| id.len() > limits.max_call_id_bytes) {
+            return Err(exceeded(
+                at,
+                Limit::CallIdBytes,
+                limits.max_call_id_bytes,
+                long.len(),
+            ));
+        }
+        let max = limits.max_records.min(MAX_RECORDS);
+        let answered = self.calls.completed_len().saturating_add(ids.len());
+        if answered > max {
+            return Err(exceeded(at, Limit::AnsweredCalls, max, answered));
+        }
+        Ok(())
+    }
+
+    /// The pairing violation a `tool_use` (`is_use`) or `tool_result` with id `id`
+    /// would be, if any. **O(1)** expected.
+    fn violation(&self, id: &CallId, fp: &Fingerprint, is_use: bool) -> Option<StrictViolation> {
+        let at = self.len();
+        let call_id = || id.clone();
+        if is_use {
+            return self
+                .calls
+                .early_at(fp)
+                .map(|first_result| StrictViolation::UseAfterResult {
+                    call_id: call_id(),
+                    at,
+                    first_result,
+                });
+        }
+        if self.calls.is_pending(fp) {
+            None
+        } else if let Some(first) = self.calls.early_at(fp) {
+            Some(StrictViolation::DuplicateResult {
+                call_id: call_id(),
+                at,
+                first_result: Some(first),
+            })
+        } else if self.calls.is_completed(fp) {
+            Some(StrictViolation::DuplicateResult {
+                call_id: call_id(),
+                at,
+                first_result: None,
+            })
+        } else {
+            Some(StrictViolation::OrphanResult {
+                call_id: call_id(),
+                at,
+            })
+        }
+    }
+}
+
+/// A refusal for passing cap `limit` (of `max`) with `value`, at position `at`.
+fn exceeded(at: usize, limit: Limit, max: usize, value: usize) -> AppendError {
+    AppendError::LimitExceeded {
+        at,
+        limit,
+        max,
+        value,
     }
 }

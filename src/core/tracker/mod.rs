@@ -1,11 +1,16 @@
-//! The incremental legal-cut tracker.
+//! The incremental legal-cut tracker: the type, its constructors, getters and queries.
+//! Every change of state is in [`input`](self::input) (appends, events, in-place
+//! region replacement); admission (caps, strict mode) is one pure check in
+//! [`admit`](self::admit).
 
-use crate::calls::{CallBook, ResultOutcome, SeenUse, UseOutcome};
-use crate::error::{AppendError, Defer};
-use crate::index::{LegalCuts, MAX_RECORDS, PrefixSums};
-use crate::limits::Limits;
-use crate::mode::Mode;
-use crate::record::{CallId, Record, RecordKind};
+mod admit;
+mod input;
+
+use crate::core::calls::CallBook;
+use crate::core::config::{Limits, Mode};
+use crate::core::error::{AppendError, Defer, RegionEnd, ReplaceError};
+use crate::core::index::{LegalCuts, PrefixSums};
+use crate::record::{CallId, Record};
 
 /// An event-driven index of the legal compaction cuts of a conversation log.
 ///
@@ -20,8 +25,9 @@ use crate::record::{CallId, Record, RecordKind};
 ///   [`legal_cut_at_or_after`](Tracker::legal_cut_at_or_after), [`pending_calls`](Tracker::pending_calls).
 /// - **Compaction**: [`replace_region`](Tracker::replace_region) replaces records
 ///   `start..end` (both legal cuts) by one summary record in place, at a cost
-///   proportional to the region; a [`RecordKind::Summary`] record counts its covered
-///   calls as called and answered. [`compact::Log`](crate::compact::Log) drives both.
+///   proportional to the region; a [`RecordKind::Summary`](crate::RecordKind::Summary) record counts its covered
+///   calls as called and answered. (The compaction layer drives both, keeping the
+///   payloads beside the records.)
 /// - **Getters**: [`len`](Tracker::len), [`total_tokens`](Tracker::total_tokens),
 ///   [`tokens_before`](Tracker::tokens_before), [`anomalies`](Tracker::anomalies).
 ///
@@ -49,14 +55,16 @@ use crate::record::{CallId, Record, RecordKind};
 ///
 /// # Invariants
 ///
-/// Checked by `assert_invariants` (hidden), which the tests call after every step:
+/// Checked by [`check_invariants`](Tracker::check_invariants) (hidden; `assert_invariants`
+/// panics on the first broken one), which the tests and fuzzers call after every step
+/// and snapshot restore calls on what it read:
 ///
 /// 1. `sums` has one inclusive prefix sum per record, never decreasing; the last is
 ///    `total_tokens`.
 /// 2. `cuts` is strictly increasing, starts with 0, and holds exactly the legal cuts
 ///    `<= len` under the rules above, given the records appended so far.
 /// 3. `len` is a legal cut if and only if no call is pending and the last record is not
-///    open (still streaming, see [`event`](crate::event)).
+///    open (still streaming, see [`open`](Tracker::open)).
 /// 4. A call id is in at most one of: pending (use seen, no result), early (result seen,
 ///    no use), completed (both seen, or covered by a summary). Every pending call and
 ///    early result lies inside the log; an early result's duplicates follow it, in
@@ -77,18 +85,17 @@ use crate::record::{CallId, Record, RecordKind};
 /// Cost: about one pass over the id's bytes per seed.
 #[derive(Clone)]
 pub struct Tracker {
-    // pub(crate) so that each feature (compaction, streaming, snapshots) can keep its
-    // `impl Tracker` block in its own module; only this file's `append` and those
-    // blocks mutate them, and `assert_invariants` checks every one.
-    pub(crate) sums: PrefixSums,
-    pub(crate) cuts: LegalCuts,
-    pub(crate) calls: CallBook,
-    pub(crate) anomalies: Anomalies,
-    /// Whether the last record is open (still streaming; see `crate::event`): then cut
-    /// `len` is not legal whatever is pending, and no record may be appended.
-    pub(crate) last_open: bool,
-    pub(crate) limits: Limits,
-    pub(crate) mode: Mode,
+    // Private to `core`: only `input.rs` changes them (and snapshot restore builds
+    // them, through `core::state`); `invariants.rs` checks every one.
+    pub(in crate::core) sums: PrefixSums,
+    pub(in crate::core) cuts: LegalCuts,
+    pub(in crate::core) calls: CallBook,
+    pub(in crate::core) anomalies: Anomalies,
+    /// Whether the last record is open (still streaming; see [`Tracker::open`]): then
+    /// cut `len` is not legal whatever is pending, and no record may be appended.
+    pub(in crate::core) last_open: bool,
+    pub(in crate::core) limits: Limits,
+    pub(in crate::core) mode: Mode,
 }
 
 /// What an accepted append did.
@@ -143,6 +150,12 @@ pub struct PendingCall<'a> {
     pub at: usize,
 }
 
+impl AsRef<Tracker> for Tracker {
+    fn as_ref(&self) -> &Tracker {
+        self
+    }
+}
+
 impl Default for Tracker {
     fn default() -> Self {
         Self::new()
@@ -176,6 +189,29 @@ impl Tracker {
         }
     }
 
+    /// An empty tracker with the given caps (and lenient [`Mode`]). **O(1)**.
+    pub fn with_limits(limits: Limits) -> Self {
+        Tracker {
+            limits,
+            ..Tracker::new()
+        }
+    }
+
+    /// This tracker in `mode`, for chaining after a constructor. **O(1)**.
+    ///
+    /// ```
+    /// use cutpoint::{AppendError, Mode, Record, Tracker, StrictViolation};
+    /// let mut t = Tracker::new().in_mode(Mode::Strict);
+    /// let refused = t.append(Record::tool_result("ghost", 5)).unwrap_err();
+    /// assert!(matches!(refused, AppendError::Violation(StrictViolation::OrphanResult { at: 0, .. })));
+    /// assert!(t.is_empty());
+    /// ```
+    #[must_use]
+    pub fn in_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// A tracker holding `records`, appended in order. **O(n)**.
     ///
     /// # Errors
@@ -188,192 +224,14 @@ impl Tracker {
         Ok(tracker)
     }
 
-    /// Appends one record and decides whether the cut after it is legal.
-    ///
-    /// **O(1)** amortized, plus one hash of the call id for tool records. Cuts that a
-    /// late `tool_use` makes illegal are removed here too; each cut is removed at most
-    /// once over the log's life, so that cost is **O(1)** amortized as well.
-    ///
-    /// # Errors
-    /// [`AppendError::DuplicateCall`] for a second `tool_use` with one id,
-    /// [`AppendError::EmptyCallId`], [`AppendError::TokenOverflow`],
-    /// [`AppendError::Full`], [`AppendError::RecordOpen`] (the last record is still
-    /// streaming; close it first), [`AppendError::LimitExceeded`] (see [`Limits`]) and,
-    /// in [`Mode::Strict`], [`AppendError::Violation`]. On error the tracker is exactly
-    /// as it was before the call.
-    #[inline]
-    pub fn append(&mut self, record: Record) -> Result<Appended, AppendError> {
-        let bound = record.is_bound_to_previous();
-        let (kind, tokens) = record.into_parts();
-        let kind = match kind {
-            plain @ (RecordKind::User | RecordKind::Assistant) => {
-                if let Some(appended) = self.push_plain(tokens, bound) {
-                    // These variants own nothing; forgetting skips an out-of-line call
-                    // to their drop glue (7% of an id-free append in a profile; 74
-                    // against 54 M records/s in one back-to-back pair of
-                    // `append/no_ids/1000` runs, where runs vary by +-15%).
-                    std::mem::forget(plain);
-                    return Ok(appended);
-                }
-                plain
-            }
-            other => other,
-        };
-        let record = Record::new(kind, tokens);
-        self.push_record(
-            if bound {
-                record.bound_to_previous()
-            } else {
-                record
-            },
-            false,
-        )
+    /// The caps in force. **O(1)**.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
-    /// The fast path of [`append`](Tracker::append) for a closed record without a call
-    /// id (user or assistant): exactly what `push_record` does for one, without
-    /// building or matching the record's kind. `None` (and nothing changed) when any
-    /// check fails; `push_record` then produces the error. **O(1)** amortized.
-    #[inline]
-    fn push_plain(&mut self, tokens: u64, bound: bool) -> Option<Appended> {
-        let at = self.len();
-        // The checks `admit` and `push_record` make for such a record: the records
-        // cap, no open record, room in the index, no token overflow.
-        if self.last_open || at >= self.limits.max_records.min(MAX_RECORDS) {
-            return None;
-        }
-        let new_total = self.total_tokens().checked_add(tokens)?;
-        let cut_after_is_legal = self.commit(at, new_total, bound, false);
-        Some(Appended {
-            at,
-            cut_after_is_legal,
-            anomaly: None,
-        })
-    }
-
-    /// [`append`](Tracker::append), leaving the record open when `open` (see
-    /// `crate::event`): everything is decided now except the cut after the record, which
-    /// `close` decides. That split is exact because nothing but the open record's size
-    /// can change before it closes.
-    pub(crate) fn push_record(
-        &mut self,
-        record: Record,
-        open: bool,
-    ) -> Result<Appended, AppendError> {
-        // Caps and strict mode (src/limits.rs, src/mode.rs); reads only.
-        self.admit(&record)?;
-        let at = self.len();
-        if self.last_open {
-            return Err(AppendError::RecordOpen {
-                at,
-                open_at: at - 1,
-            });
-        }
-        if at >= MAX_RECORDS {
-            return Err(AppendError::Full { at });
-        }
-        let bound = record.is_bound_to_previous();
-        let (kind, tokens) = record.into_parts();
-        let total = self.total_tokens();
-        let new_total = total
-            .checked_add(tokens)
-            .ok_or(AppendError::TokenOverflow { at, tokens, total })?;
-        // `at < MAX_RECORDS == u32::MAX`, checked above.
-        let at32 = at as u32;
-
-        let anomaly = match kind {
-            RecordKind::User | RecordKind::Assistant => None,
-            RecordKind::Summary(ids) => {
-                self.record_summary(&ids, at)?;
-                None
-            }
-            RecordKind::ToolUse(id) => {
-                if id.is_empty() {
-                    return Err(AppendError::EmptyCallId {
-                        at,
-                        kind: "tool_use",
-                    });
-                }
-                let fp = self.calls.fingerprint(&id);
-                // The one fallible step; on `Err` the book is unchanged. Nothing after
-                // it can fail: the tracker changes from here on.
-                match self.calls.try_use(fp, id, at32) {
-                    Err((call_id, seen)) => {
-                        let first_use = match seen {
-                            SeenUse::Pending(p) => Some(p as usize),
-                            SeenUse::Completed => None,
-                        };
-                        return Err(AppendError::DuplicateCall {
-                            call_id,
-                            at,
-                            first_use,
-                        });
-                    }
-                    Ok(UseOutcome::Pending) => None,
-                    Ok(UseOutcome::AnsweredEarlier { first_result }) => {
-                        if !cfg!(cutpoint_mutant = "ignore_orphan") {
-                            self.cuts.revoke_after(first_result as usize);
-                        }
-                        self.anomalies.uses_after_result += 1;
-                        Some(Anomaly::UseAfterResult {
-                            first_result: first_result as usize,
-                        })
-                    }
-                }
-            }
-            RecordKind::ToolResult(id) => {
-                if id.is_empty() {
-                    return Err(AppendError::EmptyCallId {
-                        at,
-                        kind: "tool_result",
-                    });
-                }
-                let fp = self.calls.fingerprint(&id);
-                match self.calls.record_result(fp, id, at32) {
-                    ResultOutcome::Answered => None,
-                    ResultOutcome::Duplicate => {
-                        self.anomalies.duplicate_results += 1;
-                        Some(Anomaly::DuplicateResult)
-                    }
-                    ResultOutcome::Orphan => {
-                        self.anomalies.orphan_results += 1;
-                        Some(Anomaly::OrphanResult)
-                    }
-                }
-            }
-        };
-
-        let cut_after_is_legal = self.commit(at, new_total, bound, open);
-        Ok(Appended {
-            at,
-            cut_after_is_legal,
-            anomaly,
-        })
-    }
-
-    /// The index side of accepting record `at` (whose calls are already booked): rule
-    /// (c) for the cut before it, its prefix sum, and the cut after it, which is legal
-    /// when the record is closed and no call is pending (rule (a)). Returns whether it
-    /// is. **O(1)** amortized.
-    #[inline]
-    fn commit(&mut self, at: usize, new_total: u64, bound: bool, open: bool) -> bool {
-        if bound && at > 0 {
-            // Rule (c): the cut right before this record (the newest cut) is illegal.
-            self.cuts.revoke_after(at - 1);
-        }
-        self.sums.push(new_total);
-        self.last_open = open;
-        let cut_after_is_legal = !open && self.cut_at_len_is_legal();
-        if cut_after_is_legal {
-            self.cuts.push(at + 1);
-        }
-        cut_after_is_legal
-    }
-
-    /// Rule (a) for cut `len`, decided when the last record is complete.
-    #[inline]
-    pub(crate) fn cut_at_len_is_legal(&self) -> bool {
-        self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending")
+    /// The mode in force. **O(1)**.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// Number of records. **O(1)**.
@@ -384,6 +242,12 @@ impl Tracker {
     /// Whether no record has been appended. **O(1)**.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Position of the open record, if the last record is open (see
+    /// [`open`](Tracker::open)). **O(1)**.
+    pub fn open_record(&self) -> Option<usize> {
+        self.last_open.then(|| self.len() - 1)
     }
 
     /// Tokens of all records. **O(1)**.
@@ -400,6 +264,16 @@ impl Tracker {
     /// Tokens of record `index`. **O(1)**. `None` when `index >= len`.
     pub fn record_tokens(&self, index: usize) -> Option<u64> {
         (index < self.len()).then(|| self.sums.record(index))
+    }
+
+    /// The first record whose inclusive prefix sum reaches `target_tokens` (the
+    /// specification's *target index*), so cut `i + 1` is the first cut that compacts
+    /// at least `target_tokens`. `None` when no record does (the log holds fewer
+    /// tokens, or none). **O(log n)**, as [`select_legal_cut`](Tracker::select_legal_cut)'s
+    /// first step.
+    pub fn first_record_reaching(&self, target_tokens: u64) -> Option<usize> {
+        (target_tokens <= self.total_tokens() && !self.is_empty())
+            .then(|| self.sums.first_reaching(target_tokens))
     }
 
     /// Whether cutting at `cut` (keeping records `cut..`) splits no pair and leaves no
@@ -447,6 +321,17 @@ impl Tracker {
         pending
     }
 
+    /// The ids of the calls still waiting for their result whose `tool_use` lies
+    /// before `cut`, in log order: what a compaction ending at `cut` waits for.
+    /// **O(k log k)** for `k` pending calls.
+    pub fn pending_before(&self, cut: usize) -> Vec<CallId> {
+        self.pending_calls()
+            .into_iter()
+            .filter(|p| p.at < cut)
+            .map(|p| p.id.clone())
+            .collect()
+    }
+
     /// Number of calls waiting for their result. **O(1)**.
     pub fn pending_count(&self) -> usize {
         self.calls.pending_len()
@@ -455,6 +340,39 @@ impl Tracker {
     /// Counts of the anomalies accepted so far. **O(1)**.
     pub fn anomalies(&self) -> Anomalies {
         self.anomalies
+    }
+
+    /// Number of calls answered so far (in either order). **O(1)**.
+    pub fn completed_calls(&self) -> usize {
+        self.calls.completed_len()
+    }
+
+    /// Heap bytes the tracker holds, tables included (an estimate for the hash tables,
+    /// exact for the vectors). **O(k)** for the `k` ids kept as strings.
+    pub fn heap_bytes(&self) -> usize {
+        self.sums.heap_bytes() + self.cuts.heap_bytes() + self.calls.heap_bytes()
+    }
+
+    /// Whether `start..end` may be replaced: `start <= end <= len`, both legal cuts.
+    /// An empty region (`start == end`) passes. **O(1)**.
+    ///
+    /// # Errors
+    /// [`ReplaceError::OutOfRange`], [`ReplaceError::EmptyRegion`] (for `start > end`),
+    /// [`ReplaceError::NotALegalCut`].
+    pub fn check_region(&self, start: usize, end: usize) -> Result<(), ReplaceError> {
+        let len = self.len();
+        if end > len {
+            return Err(ReplaceError::OutOfRange { end, len });
+        }
+        if start > end {
+            return Err(ReplaceError::EmptyRegion { start, end });
+        }
+        for (at, which) in [(start, RegionEnd::Start), (end, RegionEnd::End)] {
+            if !self.is_legal_cut(at) {
+                return Err(ReplaceError::NotALegalCut { at, which });
+            }
+        }
+        Ok(())
     }
 
     /// Finds where to cut so that about `target_tokens` are compacted: the seed's
@@ -522,61 +440,58 @@ impl Tracker {
             floor,
             nearest_legal_below: Some(best).filter(|_| floor > 0),
             nearest_legal_above: self.cuts.at_or_after(target_index + 1),
-            waiting_on: self.waiting_before(wanted),
+            waiting_on: self.pending_before(wanted),
         })
     }
 
-    /// Pending calls whose `tool_use` lies before `cut`, in log order. **O(k log k)**.
-    fn waiting_before(&self, cut: usize) -> Vec<CallId> {
-        self.pending_calls()
-            .into_iter()
-            .filter(|p| p.at < cut)
-            .map(|p| p.id.clone())
-            .collect()
-    }
-
-    /// Heap bytes the tracker holds, tables included (an estimate for the hash tables,
-    /// exact for the vectors). **O(k)** for the `k` ids kept as strings.
-    pub fn heap_bytes(&self) -> usize {
-        self.sums.heap_bytes() + self.cuts.heap_bytes() + self.calls.heap_bytes()
-    }
-
-    /// Number of calls answered so far (in either order). **O(1)**.
-    pub fn completed_calls(&self) -> usize {
-        self.calls.completed_len()
-    }
-
-    /// Checks every invariant listed in the type docs that can be checked without the
-    /// records themselves; panics with a description of the first that fails. **O(n)**.
-    /// For tests and fuzzers; the model tests also compare every cut to the reference.
-    #[doc(hidden)]
-    pub fn assert_invariants(&self) {
+    /// The smallest legal cut that compacts at least `target_tokens` and no more than
+    /// `target_tokens + lookahead_tokens`: the forward search, for callers that must
+    /// get under a budget (the compaction layer's forward direction, the trigger
+    /// policy). When the target covers the whole log the cut wanted is `len`.
+    /// **O(log n)**, plus a scan of a stretch without legal cuts (**O(gap / 64)**), plus
+    /// **O(k log k)** over the `k` pending calls when it defers.
+    ///
+    /// ```
+    /// use cutpoint::{Record, Tracker};
+    /// let t = Tracker::from_records([
+    ///     Record::user(100),
+    ///     Record::tool_use("a", 10),
+    ///     Record::tool_result("a", 500),
+    ///     Record::user(50),
+    /// ])?;
+    /// // 300 tokens are reached inside the pair: the nearest legal cut past it is 3.
+    /// assert_eq!(t.select_legal_cut_forward(300, 1_000), Ok(3));
+    /// // ... which compacts 610 tokens, more than 300 + 100.
+    /// assert!(t.select_legal_cut_forward(300, 100).is_err());
+    /// # Ok::<(), cutpoint::AppendError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Defer`] when no legal cut lies in the window; it says what blocks.
+    pub fn select_legal_cut_forward(
+        &self,
+        target_tokens: u64,
+        lookahead_tokens: u64,
+    ) -> Result<usize, Defer> {
         let len = self.len();
-        self.sums.assert_invariants();
-        self.cuts.assert_invariants(len);
-        self.calls.assert_invariants(len);
-        if cfg!(cutpoint_mutant = "ignore_pending") {
-            // The mutant breaks these on purpose; let the model tests catch it instead.
-            return;
-        }
-        assert_eq!(
-            self.cuts.last() == len,
-            self.calls.pending_is_empty() && !self.last_open,
-            "len is legal iff no call is pending and no record is open"
-        );
-        assert!(
-            !self.last_open || len > 0,
-            "an open record lies inside the log"
-        );
-        for p in self.calls.pending() {
-            // Rule (a): no cut after a pending call is legal.
-            assert!(
-                self.cuts.last() <= p.at as usize,
-                "cut {} is legal after pending call {} at {}",
-                self.cuts.last(),
-                p.id,
-                p.at
-            );
-        }
+        // As in `select_legal_cut`, a target covering the whole log wants `len`.
+        let wanted = if target_tokens >= self.total_tokens() {
+            len
+        } else {
+            self.sums.first_reaching(target_tokens) + 1
+        };
+        let found = self
+            .cuts
+            .at_or_after(wanted)
+            .filter(|&c| self.sums.before(c) <= target_tokens.saturating_add(lookahead_tokens));
+        found.ok_or_else(|| Defer {
+            target_tokens,
+            lookback_tokens: lookahead_tokens,
+            target_index: wanted,
+            floor: wanted,
+            nearest_legal_below: Some(self.cuts.at_or_before(wanted)),
+            nearest_legal_above: self.cuts.at_or_after(wanted),
+            waiting_on: self.pending_before(wanted),
+        })
     }
 }

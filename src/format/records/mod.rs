@@ -1,4 +1,8 @@
-//! The records JSONL format: one record per line, the seed's `Record` as JSON.
+//! cutpoint's records JSONL format: one record per line, the specification's `Record`
+//! as JSON. The one place this format is read and written: line by line
+//! ([`parse_line`], [`parse_entry`], [`Reader`], [`write_line`], [`write_entry`]), and
+//! as a [`Transcript`](super::Transcript) of one message per record
+//! ([`read`](super::read) with [`Format::Records`](super::Format::Records)).
 //!
 //! ```text
 //! {"kind":"user","tokens":1200}
@@ -30,7 +34,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::compact::{Entry, Payload, ResultStatus, Unit};
-use crate::record::{CallId, Record, RecordKind};
+use crate::{CallId, Record, RecordKind};
+
+pub(crate) mod transcript;
 
 /// The longest line read, by default: 1 MiB. A records line is a few dozen bytes; a
 /// longer one is not this format.

@@ -1,10 +1,9 @@
-//! cutpoint's records JSONL ([`crate::jsonl`]) as a transcript: one message per
-//! record, its `bound` flag kept.
+//! Records JSONL as a transcript: one message per record, its `bound` flag kept.
 
-use super::json_doc::lines;
-use super::{Block, FormatError, Message, Role};
-use crate::jsonl::parse_line;
-use crate::record::RecordKind;
+use super::parse_line;
+use crate::RecordKind;
+use crate::format::json_doc::lines;
+use crate::format::{Block, FormatError, Message, Role};
 
 /// Reads records JSONL. Token counts come from the records. **O(len)**.
 pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
@@ -14,8 +13,7 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
             line,
             message: strip_line(&e.to_string(), line),
         })?;
-        let bound = record.is_bound_to_previous();
-        let (kind, tokens) = record.into_parts();
+        let (kind, tokens, bound) = record.into_parts();
         let (role, block) = match kind {
             RecordKind::ToolUse(id) => (
                 Role::Assistant,

@@ -1,13 +1,19 @@
-//! Provider-rule validation: each violation names the provider's own rule and the
+//! Provider rules, one file per provider: each violation names the provider's own rule and the
 //! error text the provider returns (see `providers.md`), with the message, its line
 //! and the call id.
 
 use std::fmt;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use super::{Format, Message, Role};
-use crate::record::CallId;
+use super::{Format, Message, Transcript};
+use crate::CallId;
+
+mod anthropic;
+mod gemini;
+mod openai_chat;
+mod openai_responses;
+mod records;
 
 /// A provider rule a log can break. Non-exhaustive: later versions check more.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -91,7 +97,7 @@ impl fmt::Display for Rule {
 /// One broken rule.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
-pub struct Violation {
+pub struct RuleViolation {
     /// The rule.
     pub rule: Rule,
     /// Index of the message that breaks it (0-based, in file order).
@@ -108,7 +114,7 @@ pub struct Violation {
     pub text: String,
 }
 
-impl fmt::Display for Violation {
+impl fmt::Display for RuleViolation {
     /// `LINE: rule: call_id text`, the `check` output without the file name.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}: ", self.line, self.rule)?;
@@ -137,8 +143,8 @@ impl fmt::Display for Violation {
 /// ids where the format pairs by id across the whole log (see [`Rule::DuplicateCallId`]). Histories separated by a compaction boundary
 /// ([`Message::starts_history`]) are checked each on their own; a call still open
 /// when a later boundary replaced its history counts as left behind, not pending.
-/// Violations come in message order. **O(blocks)** expected.
-pub fn validate(format: Format, messages: &[Message]) -> Vec<Violation> {
+/// RuleViolations come in message order. **O(blocks)** expected.
+pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < messages.len() {
@@ -148,13 +154,13 @@ pub fn validate(format: Format, messages: &[Message]) -> Vec<Violation> {
             .map_or(messages.len(), |p| start + 1 + p);
         let seg = Segment::new(messages, start, end);
         match format {
-            Format::AnthropicMessages | Format::ClaudeCode => anthropic(&seg, &mut out),
-            Format::OpenAiChat => chat(&seg, &mut out),
+            Format::AnthropicMessages | Format::ClaudeCode => anthropic::check(&seg, &mut out),
+            Format::OpenAiChat => openai_chat::check(&seg, &mut out),
             Format::OpenAiResponses | Format::CodexRollout => {
-                super::rules_pairing::responses(&seg, &mut out)
+                openai_responses::check(&seg, &mut out)
             }
-            Format::Gemini => super::rules_pairing::gemini(&seg, &mut out),
-            Format::Records => super::rules_pairing::records(&seg, &mut out),
+            Format::Gemini => gemini::check(&seg, &mut out),
+            Format::Records => records::check(&seg, &mut out),
         }
         if !matches!(format, Format::OpenAiChat | Format::Gemini) {
             duplicate_calls(&seg, &mut out);
@@ -165,12 +171,12 @@ pub fn validate(format: Format, messages: &[Message]) -> Vec<Violation> {
     out
 }
 
-/// [`validate`] for a whole transcript: the same, except that an OpenAI Responses
+/// [`check_messages`] for a whole transcript: the same, except that an OpenAI Responses
 /// request that names a `previous_response_id` may answer, before its first history
 /// boundary, calls this input does not hold ("every output has its call, in the input
 /// or in the `previous_response_id` chain"). **O(blocks)** expected.
-pub fn validate_transcript(t: &super::Transcript) -> Vec<Violation> {
-    let mut out = validate(t.format, &t.messages);
+pub fn check_rules(t: &Transcript) -> Vec<RuleViolation> {
+    let mut out = check_messages(t.format, &t.messages);
     if t.continues_previous_response {
         let first_boundary = t
             .messages
@@ -250,8 +256,8 @@ impl<'a> Segment<'a> {
         call_id: Option<&CallId>,
         pending_at_end: bool,
         text: String,
-    ) -> Violation {
-        Violation {
+    ) -> RuleViolation {
+        RuleViolation {
             rule,
             message: i,
             line: self.messages[i].line,
@@ -262,132 +268,8 @@ impl<'a> Segment<'a> {
     }
 }
 
-fn anthropic(seg: &Segment<'_>, out: &mut Vec<Violation>) {
-    for i in seg.indices() {
-        let m = &seg.messages[i];
-        match m.role {
-            Role::System => out.push(seg.violation(
-                Rule::AnthropicSystemInMessages,
-                i,
-                None,
-                false,
-                format!("messages.{i}: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."),
-            )),
-            Role::Assistant => {
-                let next: HashSet<&CallId> = seg
-                    .get(i + 1)
-                    .filter(|n| n.role != Role::Assistant)
-                    .map(|n| n.results().map(|(_, id)| id).collect())
-                    .unwrap_or_default();
-                for (_, id, _) in m.calls() {
-                    if next.contains(id) {
-                        continue;
-                    }
-                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
-                    out.push(seg.violation(
-                        Rule::AnthropicToolUseWithoutResult,
-                        i,
-                        Some(id),
-                        pending,
-                        format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."),
-                    ));
-                }
-            }
-            _ => {
-                let previous: HashSet<&CallId> = i
-                    .checked_sub(1)
-                    .and_then(|p| seg.get(p))
-                    .filter(|p| p.role == Role::Assistant)
-                    .map(|p| p.calls().map(|(_, id, _)| id).collect())
-                    .unwrap_or_default();
-                let mut text_seen = false;
-                for (k, (block, _)) in m.blocks.iter().enumerate() {
-                    let super::Block::Result { id, .. } = block else {
-                        text_seen |= matches!(block, super::Block::Text);
-                        continue;
-                    };
-                    if !previous.contains(id) {
-                        out.push(seg.violation(
-                            Rule::AnthropicUnexpectedToolResult,
-                            i,
-                            Some(id),
-                            false,
-                            format!("messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."),
-                        ));
-                    }
-                    if text_seen {
-                        out.push(seg.violation(
-                            Rule::AnthropicResultAfterText,
-                            i,
-                            Some(id),
-                            false,
-                            format!("messages.{i}.content.{k}: `tool_result` blocks must come first in the user message, before any text"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn chat(seg: &Segment<'_>, out: &mut Vec<Violation>) {
-    // The assistant message (index) owning the current run of tool messages.
-    let mut owner: Option<usize> = None;
-    for i in seg.indices() {
-        let m = &seg.messages[i];
-        if m.role != Role::Tool {
-            owner = (m.role == Role::Assistant && m.calls().next().is_some()).then_some(i);
-            if owner.is_some() {
-                let mut run: HashSet<&CallId> = HashSet::new();
-                for j in i + 1..seg.end {
-                    let t = &seg.messages[j];
-                    if t.role != Role::Tool {
-                        break;
-                    }
-                    run.extend(t.results().map(|(_, id)| id));
-                }
-                for (_, id, _) in m.calls() {
-                    if run.contains(id) {
-                        continue;
-                    }
-                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
-                    out.push(seg.violation(
-                        Rule::ChatCallWithoutResponse,
-                        i,
-                        Some(id),
-                        pending,
-                        format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {id}"),
-                    ));
-                }
-            }
-            continue;
-        }
-        for (_, id) in m.results() {
-            match owner {
-                None => out.push(seg.violation(
-                    Rule::ChatToolWithoutCalls,
-                    i,
-                    Some(id),
-                    false,
-                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".to_owned(),
-                )),
-                Some(o) if !seg.messages[o].calls().any(|(_, c, _)| c == id) => {
-                    out.push(seg.violation(
-                        Rule::ChatToolCallIdNotFound,
-                        i,
-                        Some(id),
-                        false,
-                        format!("Invalid parameter: 'tool_call_id' of '{id}' not found in 'tool_calls' of previous message."),
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-    }
-}
-
 /// Two calls with one id in one history.
-fn duplicate_calls(seg: &Segment<'_>, out: &mut Vec<Violation>) {
+fn duplicate_calls(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut first: HashMap<&CallId, usize> = HashMap::new();
     for i in seg.indices() {
         for (_, id, _) in seg.messages[i].calls() {

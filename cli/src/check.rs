@@ -1,0 +1,249 @@
+//! `cutpoint check`: records JSONL against the five conditions of safe compaction
+//! ([`cutpoint::compact::validate`]), one `FILE:LINE: kind: call_id` per violation;
+//! the provider formats against their provider's rules
+//! ([`cutpoint::format::check_rules`]), `FILE:LINE: rule: call_id text`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cutpoint::compact::{self, Options};
+use cutpoint::format::{self, RuleViolation};
+use serde_json::json;
+
+use crate::exit;
+use crate::source::{self, FormatArg, Source};
+
+/// Arguments of `cutpoint check`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
+    /// claude-code or codex.
+    #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = source::parse_format)]
+    format: FormatArg,
+    /// Calls still unanswered at the very end of a log are not violations (a turn in
+    /// flight). A call left unanswered while the log moved on always is one.
+    #[arg(long)]
+    allow_pending: bool,
+    /// One JSON document on stdout instead of lines.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    caps: crate::guard::Caps,
+    /// The logs to check; `-` or none reads stdin.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+/// One violation as `check` prints it: `FILE:LINE: rule: call_id text`.
+pub(crate) struct Line {
+    line: usize,
+    message: Option<usize>,
+    rule: &'static str,
+    call_id: Option<String>,
+    pending_at_end: bool,
+    text: String,
+}
+
+/// Outcome of checking one file.
+pub(crate) enum Checked {
+    /// The file was read: its format, size, violations (after `--allow-pending`) and,
+    /// for records, the digest of its pairing structure.
+    Read {
+        format: format::Format,
+        messages: usize,
+        violations: Vec<Line>,
+        digest: Option<u64>,
+    },
+    /// The file could not be read; the message says why.
+    Unreadable(String),
+}
+
+/// Checks one file (`-` for stdin): reads it as `format` (detected for `auto`) and
+/// validates it: records JSONL against the five conditions of safe compaction, the
+/// provider formats against their provider's rules.
+/// Records logs are read under `limits` (the provider formats are parsed whole).
+pub(crate) fn check_file(
+    path: &Path,
+    format: FormatArg,
+    allow_pending: bool,
+    limits: cutpoint::Limits,
+) -> Checked {
+    match read_and_check(path, format, allow_pending, limits) {
+        Ok(checked) => checked,
+        Err(message) => Checked::Unreadable(message),
+    }
+}
+
+fn read_and_check(
+    path: &Path,
+    format: FormatArg,
+    allow_pending: bool,
+    limits: cutpoint::Limits,
+) -> Result<Checked, String> {
+    let source = source::open(Some(path), format)?;
+    let resolved = source.format(format)?;
+    if resolved == format::Format::Records {
+        return check_records(source, allow_pending, limits);
+    }
+    let transcript = source.transcript(resolved, &format::ByteEstimate)?;
+    let mut violations = format::check_rules(&transcript);
+    if allow_pending {
+        violations.retain(|v| !v.pending_at_end);
+    }
+    Ok(Checked::Read {
+        format: transcript.format,
+        messages: transcript.messages.len(),
+        violations: violations.iter().map(line_of).collect(),
+        digest: None,
+    })
+}
+
+/// Reads and validates a records log: its violations with their input lines, and
+/// the digest of its pairing structure.
+fn check_records(
+    source: Source,
+    allow_pending: bool,
+    limits: cutpoint::Limits,
+) -> Result<Checked, String> {
+    let read = source.entries(limits)?;
+    let options = if allow_pending {
+        Options::allowing_pending()
+    } else {
+        Options::strict()
+    };
+    let report = compact::validate(&read.entries, options);
+    let violations = report
+        .violations
+        .iter()
+        .map(|v| Line {
+            line: read.line(v.at()),
+            message: None,
+            rule: v.kind(),
+            call_id: Some(v.call_id().to_string()),
+            pending_at_end: matches!(v, compact::Violation::PendingAtEnd { .. }),
+            text: String::new(),
+        })
+        .collect();
+    Ok(Checked::Read {
+        format: format::Format::Records,
+        messages: read.entries.len(),
+        violations,
+        digest: Some(report.structure.digest()),
+    })
+}
+
+/// A provider-rule violation as a printed line: the text after the call id is the
+/// provider's error text and whether the call is pending or was left behind.
+fn line_of(v: &RuleViolation) -> Line {
+    let shown = v.to_string();
+    let prefix = format!(
+        "{}: {}: {}",
+        v.line,
+        v.rule,
+        v.call_id
+            .as_ref()
+            .map(|c| format!("{c} "))
+            .unwrap_or_default()
+    );
+    Line {
+        line: v.line,
+        message: Some(v.message),
+        rule: v.rule.name(),
+        call_id: v.call_id.as_ref().map(|c| c.to_string()),
+        pending_at_end: v.pending_at_end,
+        text: shown.strip_prefix(&prefix).unwrap_or(&shown).to_owned(),
+    }
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let mut unreadable = false;
+    let mut dirty = false;
+    let mut reports = Vec::new();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let stdin = [PathBuf::from("-")];
+    let files = if args.files.is_empty() {
+        &stdin[..]
+    } else {
+        &args.files[..]
+    };
+    for path in files {
+        let name = match path.as_os_str() == "-" {
+            true => "<stdin>".to_owned(),
+            false => path.display().to_string(),
+        };
+        match check_file(path, args.format, args.allow_pending, args.caps.limits()) {
+            Checked::Unreadable(message) => {
+                unreadable = true;
+                eprintln!("{message}");
+                reports.push(json!({"file": name, "error": message}));
+            }
+            Checked::Read {
+                format,
+                messages,
+                violations,
+                digest,
+            } => {
+                dirty |= !violations.is_empty();
+                if args.json {
+                    let list: Vec<_> = violations
+                        .iter()
+                        .map(|v| {
+                            json!({
+                                "line": v.line,
+                                "message": v.message,
+                                "rule": v.rule,
+                                "call_id": v.call_id,
+                                "pending_at_end": v.pending_at_end,
+                                "text": v.text,
+                            })
+                        })
+                        .collect();
+                    reports.push(json!({
+                        "file": name,
+                        "format": format.name(),
+                        "messages": messages,
+                        "violations": list,
+                    }));
+                } else {
+                    for v in &violations {
+                        // A closed stdout (`| head`) is not worth a panic.
+                        let _ = write!(out, "{name}:{}: {}:", v.line, v.rule);
+                        if let Some(id) = &v.call_id {
+                            let _ = write!(out, " {id}");
+                        }
+                        if !v.text.is_empty() {
+                            let _ = write!(out, " {}", v.text);
+                        }
+                        let _ = writeln!(out);
+                    }
+                }
+                if !violations.is_empty() {
+                    let n = violations.len();
+                    let s = if n == 1 { "" } else { "s" };
+                    match digest {
+                        Some(d) => {
+                            eprintln!("{name}: {n} violation{s} (pairing structure {d:016x})")
+                        }
+                        None => eprintln!("{name}: {n} violation{s}"),
+                    }
+                }
+            }
+        }
+    }
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            json!({"clean": !dirty && !unreadable, "files": reports})
+        );
+    }
+    if unreadable {
+        ExitCode::from(exit::BAD_INPUT)
+    } else if dirty {
+        ExitCode::from(exit::VIOLATIONS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,172 @@
+//! `cutpoint compact`: replace the region before the legal cut nearest the target by
+//! one summary and print the compacted log, in the input's format.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::format::records::write_entry;
+use cutpoint::format::rewrite::{self, RewriteError};
+use cutpoint::format::{ByteEstimate, Format};
+
+use crate::exit;
+use crate::guard::InputOptions;
+use crate::source::{self, FormatArg, Source};
+
+/// Arguments of `cutpoint compact`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Tokens to compact, counted from the start of the log (head included).
+    #[arg(long, value_name = "TOKENS")]
+    target: u64,
+    /// How far from the target the cut may move, in tokens [default: 15% of the target].
+    #[arg(long, value_name = "TOKENS")]
+    lookback: Option<u64>,
+    /// Records pinned at the front (system prompt, first user message); messages for
+    /// the provider formats.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    keep_head: usize,
+    /// Move forward to the nearest legal cut past the target instead of walking back.
+    #[arg(long)]
+    forward: bool,
+    /// Prose for the summary (its ledger always lists every covered pair).
+    #[arg(long, value_name = "TEXT")]
+    summary: Option<String>,
+    /// Tokens to count for the summary record [default: about a quarter of its bytes]
+    /// (records JSONL only).
+    #[arg(long, value_name = "TOKENS")]
+    summary_tokens: Option<u64>,
+    /// Cut string argument fields longer than this (never commands, paths, queries)
+    /// (records JSONL only; the provider formats' ledger keeps arguments verbatim).
+    #[arg(long, value_name = "CHARS")]
+    shorten_arguments: Option<usize>,
+    /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
+    /// claude-code or codex. The provider formats keep their shape: the pinned head (in
+    /// messages) verbatim, one summary message, the retained messages byte-identical.
+    #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = source::parse_format)]
+    format: FormatArg,
+    #[command(flatten)]
+    input: InputOptions,
+    /// The log to read; `-` or nothing reads stdin.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+impl Args {
+    /// The compaction window the flags describe (`keep_head` in records).
+    fn window(&self) -> Window {
+        let mut window = Window::new(self.target).keep_head(self.keep_head);
+        if let Some(lookback) = self.lookback {
+            window = window.lookback(lookback);
+        }
+        if self.forward {
+            window = window.direction(Direction::Forward);
+        }
+        if let Some(max_chars) = self.shorten_arguments {
+            window = window.arguments(ArgumentPolicy::Shorten { max_chars });
+        }
+        window
+    }
+}
+
+/// A rough token count for a summary: a quarter of its bytes, at least 1.
+fn estimate(text: Option<&str>, units: &[Unit]) -> u64 {
+    let bytes: usize = text.map_or(0, str::len)
+        + units
+            .iter()
+            .map(|u| {
+                40 + u.call_id.len()
+                    + u.tool.as_deref().map_or(0, str::len)
+                    + u.arguments.as_deref().map_or(0, str::len)
+                    + u.first_line.as_deref().map_or(0, str::len)
+            })
+            .sum::<usize>();
+    (bytes as u64 / 4).max(1)
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    let source = match source::open(args.file.as_deref(), args.format) {
+        Ok(s) => s,
+        Err(e) => return exit::bad_input(&e),
+    };
+    match source.format(args.format) {
+        Err(e) => exit::bad_input(&e),
+        Ok(Format::Records) => compact_records(source, args),
+        Ok(format) => compact_transcript(&source, format, &args),
+    }
+}
+
+/// Records JSONL: planned and applied on a [`cutpoint::compact::Log`], written back as
+/// records JSONL with the summary's units as `covers`.
+fn compact_records(source: Source, args: Args) -> ExitCode {
+    let name = source.name.clone();
+    let mut log = match source.log(&args.input) {
+        Ok(log) => log,
+        Err(message) => return exit::bad_input(&message),
+    };
+    let plan = match log.plan(&args.window()) {
+        Ok(plan) => plan,
+        Err(why) => {
+            eprintln!("cutpoint: deferred: {why}");
+            return ExitCode::from(exit::DEFER);
+        }
+    };
+    let tokens = args
+        .summary_tokens
+        .unwrap_or_else(|| estimate(args.summary.as_deref(), &log.units(&plan)));
+    eprintln!("cutpoint: {plan}");
+    if let Err(e) = log.apply(&plan, args.summary, tokens) {
+        return exit::bad_input(&format!("{name}: {e}"));
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    for entry in log.entries() {
+        if write_entry(&mut out, entry).is_err() {
+            // A closed stdout (`| head`): stop quietly.
+            return ExitCode::SUCCESS;
+        }
+    }
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// A provider format: planned by [`rewrite::compact`] and printed in the input's
+/// format.
+fn compact_transcript(source: &Source, format: Format, args: &Args) -> ExitCode {
+    let transcript = match source.transcript(format, &ByteEstimate) {
+        Ok(t) => t,
+        Err(e) => return exit::bad_input(&e),
+    };
+    let Ok(text) = source.text() else {
+        return exit::bad_input(&format!("{}: not UTF-8 text", source.name));
+    };
+    let summary = args
+        .summary
+        .as_deref()
+        .unwrap_or("Earlier conversation, compacted.");
+    let mut out = io::stdout().lock();
+    match rewrite::compact(&transcript, text, &args.window(), args.keep_head, summary) {
+        Ok(Some(done)) => {
+            eprintln!(
+                "cutpoint: summarized messages {}..{} ({} tokens, {} tool pairs)",
+                done.head,
+                done.cut,
+                done.tokens,
+                done.ledger.len()
+            );
+            // A closed stdout (`| head`) is not worth a panic.
+            let _ = out.write_all(done.text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            eprintln!("cutpoint: nothing to compact past the pinned head");
+            let _ = out.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(RewriteError::Plan(why)) => {
+            eprintln!("cutpoint: deferred: {why}");
+            ExitCode::from(exit::DEFER)
+        }
+        Err(e) => exit::bad_input(&format!("{}: {e}", source.name)),
+    }
+}

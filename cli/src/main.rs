@@ -1,0 +1,61 @@
+//! The `cutpoint` command line: argument parsing and printing around the library.
+//! Each subcommand lives in its own file; `source.rs` is the one input loader they
+//! share, `guard.rs` the caps and mode flags.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod check;
+mod compact;
+mod cut;
+mod exit;
+mod guard;
+mod source;
+mod stats;
+
+/// Find compaction cuts that never split a tool_use/tool_result pair.
+#[derive(Parser)]
+#[command(name = "cutpoint", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the legal cut nearest the token target: records before it may be compacted.
+    ///
+    /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
+    /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
+    Cut(cut::Args),
+    /// Check logs: records JSONL against the five conditions of safe compaction, the
+    /// provider formats against their provider's tool call rules.
+    ///
+    /// Prints FILE:LINE: rule: call_id [provider error text] per violation. Exit
+    /// status: 0 clean; 1 violations; 2 unreadable input.
+    Check(check::Args),
+    /// Records, messages, tool pairs, tokens, legal cuts and the longest span no cut
+    /// can split.
+    Stats(stats::Args),
+    /// Compact a log: replace the region between the pinned head and the legal cut
+    /// nearest the target by one summary record, and print the compacted log.
+    ///
+    /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
+    /// on stderr); 2 on bad input.
+    Compact(compact::Args),
+    /// Measure this machine on a generated realistic session: append rates, query
+    /// latency, memory per record, and the speed-up over the specification's rescan.
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Cut(args) => cut::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Compact(args) => compact::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}

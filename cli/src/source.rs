@@ -1,0 +1,288 @@
+//! The one input loader of every subcommand: a file (or stdin) read whole, its format
+//! told apart, and read as what the subcommand needs: records JSONL into a tracker, a
+//! compaction log or plain entries, or a provider format into a transcript. Errors
+//! read `FILE:LINE: what is wrong` (or `FILE: what is wrong`).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::Path;
+
+use cutpoint::compact::{Entry, Log};
+use cutpoint::format::records::{ReadError, Reader};
+use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
+use cutpoint::{Limits, Tracker};
+
+use crate::guard::{CallLines, CapGauge, InputOptions, cap_message};
+
+/// `--format`: a format's name (as [`Format::name`] spells it), or `auto`.
+pub(crate) fn parse_format(name: &str) -> Result<FormatArg, String> {
+    if name == "auto" {
+        return Ok(FormatArg(None));
+    }
+    Format::from_name(name)
+        .map(|f| FormatArg(Some(f)))
+        .ok_or_else(|| {
+            format!(
+                "unknown format {name:?}; one of: auto, {}",
+                Format::ALL.map(Format::name).join(", ")
+            )
+        })
+}
+
+/// A `--format` value: a named format, or `None` for `auto` (tell it from the input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FormatArg(pub(crate) Option<Format>);
+
+/// `--tokenizer`: how tokens are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Tokenizer {
+    /// One token per four bytes of JSON text (fast, no vocabulary).
+    #[default]
+    Bytes,
+    /// OpenAI's o200k_base byte-pair encoding (feature `tiktoken`).
+    #[cfg(feature = "tiktoken")]
+    O200k,
+}
+
+impl Tokenizer {
+    /// The counter this names.
+    pub(crate) fn counter(self) -> Result<Box<dyn TokenCounter>, String> {
+        match self {
+            Tokenizer::Bytes => Ok(Box::new(ByteEstimate)),
+            #[cfg(feature = "tiktoken")]
+            Tokenizer::O200k => Ok(Box::new(format::O200kBase::new()?)),
+        }
+    }
+}
+
+/// An input, and the name to print in errors.
+pub(crate) struct Source {
+    pub(crate) name: String,
+    body: Body,
+}
+
+/// What an input holds: its bytes read whole (to tell formats apart and to parse JSON
+/// documents), or, for records JSONL named with `--format records`, a stream read line
+/// by line, so that a runaway stream is held to the caps without being buffered.
+enum Body {
+    Whole(Vec<u8>),
+    Stream(Box<dyn BufRead>),
+}
+
+/// Opens `file` (or stdin for `-` / none) for a subcommand asked for `format`: records
+/// JSONL named as such is streamed, anything else read whole ([`load`]).
+pub(crate) fn open(file: Option<&Path>, format: FormatArg) -> Result<Source, String> {
+    if format.0 != Some(Format::Records) {
+        return load(file);
+    }
+    let (name, reader): (String, Box<dyn BufRead>) = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let name = path.display().to_string();
+            let f = File::open(path).map_err(|e| format!("{name}: cannot open: {e}"))?;
+            (name, Box::new(BufReader::with_capacity(1 << 16, f)))
+        }
+        _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
+    };
+    Ok(Source {
+        name,
+        body: Body::Stream(reader),
+    })
+}
+
+/// Inputs larger than this get a progress line on a terminal.
+const PROGRESS_BYTES: u64 = 8 << 20;
+
+/// Reads `file` (or stdin for `-` / none) whole, with a progress line on a terminal
+/// for large files. Errors read `FILE: what is wrong`.
+pub(crate) fn load(file: Option<&Path>) -> Result<Source, String> {
+    let (name, mut reader, size): (String, Box<dyn Read>, u64) = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let name = path.display().to_string();
+            let f = File::open(path).map_err(|e| format!("{name}: cannot open: {e}"))?;
+            let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+            (name, Box::new(f), size)
+        }
+        _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock()), 0),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    let progress = size > PROGRESS_BYTES && io::stderr().is_terminal();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("{name}: cannot read: {e}")),
+        };
+        bytes.extend_from_slice(&chunk[..n]);
+        if progress {
+            let pct = (bytes.len() as u64).saturating_mul(100) / size.max(1);
+            let _ = write!(io::stderr(), "\rreading {name}: {pct:>3}%");
+        }
+    }
+    if progress {
+        let _ = writeln!(io::stderr(), "\rreading {name}: done");
+    }
+    Ok(Source {
+        name,
+        body: Body::Whole(bytes),
+    })
+}
+
+/// Records JSONL read with payloads, without judging pairing, and the input line of
+/// each entry.
+pub(crate) struct Entries {
+    /// The entries, in log order.
+    pub(crate) entries: Vec<Entry>,
+    /// `lines[i]` is the 1-based input line of `entries[i]`.
+    pub(crate) lines: Vec<usize>,
+}
+
+impl Entries {
+    /// The input line of record `at`, or one past the last line for `at == len`.
+    pub(crate) fn line(&self, at: usize) -> usize {
+        self.lines
+            .get(at)
+            .copied()
+            .unwrap_or_else(|| self.lines.last().map_or(1, |l| l + 1))
+    }
+}
+
+impl Source {
+    /// The input's format: the one named; for `auto`, the detected one. Input no
+    /// format claims goes to records JSONL (whose reader names the bad line) unless it
+    /// is a JSON document, for which the detection error (listing the formats) is
+    /// returned as `FILE: cannot tell the format ...`.
+    pub(crate) fn format(&self, arg: FormatArg) -> Result<Format, String> {
+        if let Some(f) = arg.0 {
+            return Ok(f);
+        }
+        let Ok(text) = std::str::from_utf8(self.bytes()) else {
+            return Ok(Format::Records);
+        };
+        match format::detect(text) {
+            Ok(f) => Ok(f),
+            Err(e) => {
+                let trimmed = text.trim_start();
+                let first_line = trimmed.lines().next().unwrap_or("");
+                let json_lines = serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok()
+                    && first_line.starts_with('{');
+                if !json_lines && (trimmed.starts_with('[') || trimmed.starts_with('{')) {
+                    Err(format!("{}: {e}", self.name))
+                } else {
+                    Ok(Format::Records)
+                }
+            }
+        }
+    }
+
+    /// The input as text. Errors read `FILE: not UTF-8 ...`.
+    pub(crate) fn text(&self) -> Result<&str, String> {
+        std::str::from_utf8(self.bytes()).map_err(|e| {
+            format!(
+                "{}: not UTF-8 text (invalid byte at offset {})",
+                self.name,
+                e.valid_up_to()
+            )
+        })
+    }
+
+    /// The input read as `format` into a transcript, counting tokens with `counter`.
+    /// Errors read `FILE:LINE: FORMAT: what is wrong`.
+    pub(crate) fn transcript(
+        &self,
+        format: Format,
+        counter: &dyn TokenCounter,
+    ) -> Result<Transcript, String> {
+        let name = &self.name;
+        format::read(self.text()?, format, counter).map_err(|e| match e {
+            format::FormatError::Invalid { line, message } => {
+                format!("{name}:{line}: {format}: {message}")
+            }
+            other => format!("{name}: {other}"),
+        })
+    }
+
+    /// Records JSONL into a tracker under the caps and mode of `options`. A repeated
+    /// call id names the earlier line too.
+    pub(crate) fn tracker(self, options: &InputOptions) -> Result<Tracker, String> {
+        let limits = options.limits();
+        let mut tracker = Tracker::with_limits(limits).in_mode(options.mode());
+        let mut lines = CallLines::default();
+        let (name, reader) = self.reader();
+        for item in Reader::new(reader).max_line_bytes(limits.max_line_bytes) {
+            let (line, record) = item.map_err(|e| located(&name, &e))?;
+            match tracker.append(record.clone()) {
+                Ok(_) => lines.accepted(&record, line),
+                Err(e) => return Err(format!("{name}:{line}: {}", lines.explain(&e))),
+            }
+        }
+        Ok(tracker)
+    }
+
+    /// Records JSONL with payloads into a compaction log under the caps and mode of
+    /// `options`. A repeated call id names the earlier line too.
+    pub(crate) fn log(self, options: &InputOptions) -> Result<Log, String> {
+        let limits = options.limits();
+        let mut log = Log::with_limits(limits, options.mode());
+        let mut lines = CallLines::default();
+        let (name, reader) = self.reader();
+        let reader = Reader::new(reader).max_line_bytes(limits.max_line_bytes);
+        for item in reader.entries() {
+            let (line, entry) = item.map_err(|e| located(&name, &e))?;
+            let record = entry.record.clone();
+            match log.append(entry) {
+                Ok(_) => lines.accepted(&record, line),
+                Err(e) => return Err(format!("{name}:{line}: {}", lines.explain(&e))),
+            }
+        }
+        Ok(log)
+    }
+
+    /// Records JSONL with payloads, without judging its pairing (a broken log is still
+    /// read), but held to `limits` as [`tracker`](Source::tracker) is (see
+    /// [`CapGauge`]).
+    pub(crate) fn entries(self, limits: Limits) -> Result<Entries, String> {
+        let mut entries = Vec::new();
+        let mut lines = Vec::new();
+        let mut gauge = CapGauge::new(limits);
+        let (name, reader) = self.reader();
+        let reader = Reader::new(reader).max_line_bytes(limits.max_line_bytes);
+        for item in reader.entries() {
+            let (line, entry) = item.map_err(|e| located(&name, &e))?;
+            gauge
+                .admit(&entry.record)
+                .map_err(|e| format!("{name}:{line}: {}", cap_message(&e)))?;
+            entries.push(entry);
+            lines.push(line);
+        }
+        Ok(Entries { entries, lines })
+    }
+
+    /// The whole input's bytes; empty for a stream (whose format was named).
+    fn bytes(&self) -> &[u8] {
+        match &self.body {
+            Body::Whole(bytes) => bytes,
+            Body::Stream(_) => &[],
+        }
+    }
+
+    /// The name and a line reader over the input.
+    fn reader(self) -> (String, Box<dyn BufRead>) {
+        let reader: Box<dyn BufRead> = match self.body {
+            Body::Whole(bytes) => Box::new(io::Cursor::new(bytes)),
+            Body::Stream(reader) => reader,
+        };
+        (self.name, reader)
+    }
+}
+
+/// `FILE:LINE: what is wrong` for a records read error.
+fn located(name: &str, e: &ReadError) -> String {
+    let line = e.line();
+    let text = e.to_string();
+    let rest = text
+        .strip_prefix(&format!("line {line}: "))
+        .unwrap_or(&text);
+    format!("{name}:{line}: {rest}")
+}

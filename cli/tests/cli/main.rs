@@ -1,0 +1,9 @@
+//! The `cutpoint` binary end to end, as one test binary: exit codes, output, errors,
+//! hostile input, and the subcommands over the real transcripts.
+
+mod check_cli;
+mod cli;
+mod cli_bench;
+mod common;
+mod compact_cli;
+mod reliability_cli;

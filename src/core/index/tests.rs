@@ -1,0 +1,204 @@
+//! Unit tests of the index against linear scans.
+
+use super::*;
+
+fn sums(tokens: &[u64]) -> PrefixSums {
+    let mut s = PrefixSums::default();
+    let mut acc = 0;
+    for &t in tokens {
+        acc += t;
+        s.push(acc);
+    }
+    s
+}
+
+/// The seed's loop, written out, to pin `floor` to it.
+fn seed_floor(tokens: &[u64], t: usize, lookback: u64) -> usize {
+    let mut floor = t;
+    let mut acc = 0;
+    for j in (0..=t).rev() {
+        acc += tokens[j];
+        if acc > lookback {
+            break;
+        }
+        floor = j;
+    }
+    floor
+}
+
+#[test]
+fn floor_matches_the_seed_loop() {
+    let tokens = [5, 0, 3, 0, 0, 7, 1, 10, 0, 2];
+    let s = sums(&tokens);
+    for t in 0..tokens.len() {
+        for lookback in 0..30 {
+            assert_eq!(
+                s.floor(t, lookback),
+                seed_floor(&tokens, t, lookback),
+                "t={t} lookback={lookback}"
+            );
+        }
+    }
+}
+
+/// Offsets at the edge of `u32` (exactly `u32::MAX`, and one past it, which widens
+/// the block) search like any others.
+#[test]
+fn offsets_at_the_edge_of_u32_search_exactly() {
+    let max = u64::from(u32::MAX);
+    for tokens in [
+        vec![max, 0, 1],
+        vec![1, max - 1, 0, 2],
+        vec![max + 1, 0, 3],
+        vec![0; 70],
+    ] {
+        let s = sums(&tokens);
+        s.check().unwrap();
+        let all: Vec<u64> = (0..s.len()).map(|i| s.at(i)).collect();
+        for target in [0, 1, max - 1, max, max + 1, max + 2, max + 5, s.total() + 1] {
+            let want = all.iter().take_while(|&&v| v < target).count();
+            assert_eq!(s.first_reaching(target), want, "{tokens:?} target {target}");
+        }
+    }
+}
+
+#[test]
+fn first_reaching_is_the_first_inclusive_sum_at_or_above() {
+    let s = sums(&[0, 4, 0, 6]);
+    assert_eq!(s.first_reaching(0), 0);
+    assert_eq!(s.first_reaching(1), 1);
+    assert_eq!(s.first_reaching(4), 1);
+    assert_eq!(s.first_reaching(5), 3);
+    assert_eq!(s.first_reaching(10), 3);
+    assert_eq!(s.first_reaching(11), 4);
+}
+
+#[test]
+fn revoke_removes_only_cuts_above_the_floor() {
+    let mut c = LegalCuts::default();
+    for p in [1, 2, 5, 6] {
+        c.push(p);
+    }
+    c.revoke_after(2);
+    assert_eq!(c.iter().collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(c.at_or_before(9), 2);
+    assert_eq!(c.at_or_before(1), 1);
+    assert_eq!(c.at_or_after(2), Some(2));
+    assert_eq!(c.at_or_after(3), None);
+    assert!(c.contains(1) && !c.contains(5));
+}
+
+#[test]
+fn replace_keeps_sums_and_cuts_exact_on_either_side() {
+    for (start, end) in [(1, 4), (5, 8), (0, 9), (3, 9), (0, 2)] {
+        let tokens = [5u64, 0, 3, 0, 0, 7, 1, 10, 0, 2];
+        let mut s = sums(&tokens);
+        s.replace(start, end, 4);
+        let mut want: Vec<u64> = tokens[..start].to_vec();
+        want.push(4);
+        want.extend_from_slice(&tokens[end..]);
+        let got: Vec<u64> = (0..s.len()).map(|i| s.record(i)).collect();
+        assert_eq!(got, want, "region {start}..{end}");
+        s.check().unwrap();
+        s.push(s.total() + 6);
+        assert_eq!(s.record(s.len() - 1), 6);
+        assert_eq!(s.first_reaching(s.total()), s.len() - 1);
+
+        let mut c = LegalCuts::default();
+        for p in [1, 2, 3, 4, 5, 8, 9, 10] {
+            c.push(p);
+        }
+        if !(c.contains(start) && c.contains(end)) {
+            continue;
+        }
+        c.replace(start, end);
+        let down = end - start - 1;
+        let want: Vec<usize> = [0, 1, 2, 3, 4, 5, 8, 9, 10]
+            .into_iter()
+            .filter(|&p| p <= start || p >= end)
+            .map(|p| if p >= end { p - down } else { p })
+            .collect();
+        assert_eq!(c.iter().collect::<Vec<_>>(), want, "region {start}..{end}");
+        c.check(10 - down).unwrap();
+        c.push(11 - down);
+        assert_eq!(c.last(), 11 - down);
+        assert!(c.contains(start) && c.contains(start + 1));
+    }
+}
+
+/// Long indexes (many blocks, a wide block, a long stretch without legal cuts)
+/// answer every search like a linear scan, through compactions that move the head
+/// and ones that move the tail.
+#[test]
+fn long_indexes_search_like_a_scan_across_replace() {
+    let n = 40_000;
+    let mut tokens: Vec<u64> = (0..n as u64)
+        .map(|i| i % 7 + (i % 13 == 0) as u64 * 50)
+        .collect();
+    // One absurd record: its block's offsets no longer fit in u32.
+    tokens[700] = 5_000_000_000;
+    let mut s = sums(&tokens);
+    let mut c = LegalCuts::default();
+    // A stretch of 2,000 positions without legal cuts.
+    for p in (1..=n).filter(|p| p % 50 != 0 && !(1_000..3_000).contains(p)) {
+        c.push(p);
+    }
+    let check = |s: &PrefixSums, c: &LegalCuts| {
+        s.check().unwrap();
+        c.check(s.len()).unwrap();
+        let all: Vec<u64> = (0..s.len()).map(|i| s.at(i)).collect();
+        let cuts: Vec<usize> = c.iter().collect();
+        assert_eq!(cuts.len(), c.len());
+        let mut back: Vec<usize> = c.iter().rev().collect();
+        back.reverse();
+        assert_eq!(back, cuts, "iterating from the back agrees");
+        for k in 0..200u64 {
+            let target = k * s.total() / 199;
+            let want = all.iter().take_while(|&&v| v < target).count();
+            assert_eq!(s.first_reaching(target), want, "target {target}");
+            let pos = (k as usize * 997) % (s.len() + 1);
+            let want = cuts.iter().copied().filter(|&p| p <= pos).max();
+            assert_eq!(Some(c.at_or_before(pos)), want, "pos {pos}");
+            let want = cuts.iter().copied().find(|&p| p >= pos);
+            assert_eq!(c.at_or_after(pos), want, "pos {pos}");
+            assert_eq!(c.contains(pos), cuts.contains(&pos), "pos {pos}");
+            if pos < s.len() {
+                let seed: Vec<u64> = (0..s.len()).map(|i| s.record(i)).collect();
+                for lookback in [0, 40, 300, 10_000, 6_000_000_000] {
+                    assert_eq!(
+                        s.floor(pos, lookback),
+                        seed_floor(&seed, pos, lookback),
+                        "pos {pos} lookback {lookback}"
+                    );
+                }
+            }
+        }
+    };
+    check(&s, &c);
+    for extra in 1..=200u64 {
+        s.push(s.total() + extra);
+        c.push(n + extra as usize);
+    }
+    c.revoke_after(n + 70);
+    check(&s, &c);
+    // A region from a legal cut near the front: the head side moves.
+    s.replace(1, 901, 9);
+    c.replace(1, 901);
+    check(&s, &c);
+    // One near the back: the tail side moves.
+    let (a, b) = (c.at_or_before(s.len() - 400), c.at_or_before(s.len() - 10));
+    s.replace(a, b, 5);
+    c.replace(a, b);
+    check(&s, &c);
+    // One that swallows the stretch without cuts and the wide block.
+    let (a, b) = (
+        c.at_or_before(50),
+        c.at_or_after(3_000 - 899).expect("a cut"),
+    );
+    s.replace(a, b, 77);
+    c.replace(a, b);
+    check(&s, &c);
+    // Growing the last record (an open record) keeps the sums exact.
+    s.set_last(s.total() + 10);
+    check(&s, &c);
+}

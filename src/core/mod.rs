@@ -1,0 +1,31 @@
+//! The sans-IO core: the incremental legal-cut [`Tracker`] and its vocabulary.
+//!
+//! Nothing here reads a file, a clock or the network, or needs an async runtime, and
+//! nothing here knows about compaction, formats, streaming, policies, snapshots or
+//! the CLI: those layers are built on this one (a test checks the imports).
+//!
+//! - [`tracker`]: the type, its queries; `tracker/input.rs` is the only place its
+//!   state changes, `tracker/admit.rs` the one admission check.
+//! - `index`: prefix token sums and the legal-cut bitmap, in blocks of 64 records.
+//! - `calls`: the call book (pending calls, early results, used ids by fingerprint).
+//! - [`config`], [`event`], [`error`]: the types the tracker speaks.
+//! - [`invariants`]: the invariants, checked in one place.
+
+pub(crate) mod calls;
+pub(crate) mod config;
+pub(crate) mod error;
+pub(crate) mod event;
+pub(crate) mod index;
+pub(crate) mod invariants;
+#[cfg(feature = "serde")]
+mod state;
+pub(crate) mod tracker;
+
+pub use config::{Limit, Limits, Mode};
+pub use error::{AppendError, Defer, EventError, RegionEnd, ReplaceError, StrictViolation};
+pub use event::{Event, Handled};
+pub use index::MAX_RECORDS;
+pub use invariants::{Broken, Part};
+#[cfg(feature = "serde")]
+pub(crate) use state::State;
+pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};

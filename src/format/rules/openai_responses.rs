@@ -1,0 +1,55 @@
+//! OpenAI Responses rules (Codex too): calls and outputs paired by `call_id` across
+//! the input, and a `reasoning` item bound to the item after it.
+
+use std::collections::HashSet;
+
+use super::{Rule, RuleViolation, Segment};
+use crate::CallId;
+use crate::format::Block;
+
+pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
+    let mut called: HashSet<&CallId> = HashSet::new();
+    for i in seg.indices() {
+        let m = &seg.messages[i];
+        for (_, id, _) in m.calls() {
+            called.insert(id);
+            if !seg.answered_after(i, id) {
+                out.push(seg.violation(
+                    Rule::ResponsesNoOutput,
+                    i,
+                    Some(id),
+                    seg.pending_at_end(i),
+                    format!("No tool output found for function call {id}."),
+                ));
+            }
+        }
+        for (_, id) in m.results() {
+            if !called.contains(id) {
+                out.push(seg.violation(
+                    Rule::ResponsesNoCall,
+                    i,
+                    Some(id),
+                    false,
+                    format!("No tool call found for function call output with call_id {id}."),
+                ));
+            }
+        }
+    }
+    if let Some(last) = seg.end.checked_sub(1).filter(|&l| l >= seg.start) {
+        if matches!(
+            seg.messages[last].blocks.last(),
+            Some((Block::Reasoning, _))
+        ) {
+            out.push(
+                seg.violation(
+                    Rule::ResponsesReasoningWithoutFollower,
+                    last,
+                    None,
+                    seg.last,
+                    "Item of type 'reasoning' was provided without its required following item."
+                        .to_owned(),
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The library's integration tests, as one test binary (one link instead of one per
+//! file): model tests against the specification's code, events and streaming,
+//! compaction and validation, policies, caps and modes, snapshots, the formats and the
+//! real transcripts, and the layering of the source tree.
+
+mod agent_loop;
+mod compact;
+mod compact_chat;
+mod events;
+mod format_golden;
+mod format_robustness;
+mod jsonl;
+mod jsonl_entries;
+mod model;
+mod policy;
+mod policy_plan;
+mod reliability;
+mod reliability_hashing;
+mod sampled;
+mod snapshot;
+mod stream;
+mod transcripts;
+mod validate;
