@@ -219,7 +219,7 @@ pub enum RecordKind {
     /// pairs (use and result), in log order: for pairing, each covered id counts as
     /// called and answered here, so a later `tool_result` with one is a duplicate and a
     /// later `tool_use` with one is refused. What each pair was (tool, arguments,
-    /// result) lives in the compaction layer ([`compact`](crate::compact)).
+    /// result) lives in the compaction layer (`cutpoint::compact`).
     Summary(Box<[CallId]>),
 }
 

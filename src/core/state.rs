@@ -1,7 +1,7 @@
 //! A tracker's whole state as plain data, for snapshots (feature `serde`): what
 //! [`Tracker::export`] hands out and [`Tracker::import`] rebuilds a tracker from,
 //! refusing any state no tracker can be in. The serialized form, its version and
-//! checksum live in `crate::snapshot`; the core only knows its own parts.
+//! checksum live in `src/snapshot.rs`; the core only knows its own parts.
 
 use super::calls::{CallBook, Fingerprint};
 use super::config::{Limits, Mode};

@@ -11,6 +11,7 @@ mod format_golden;
 mod format_robustness;
 mod jsonl;
 mod jsonl_entries;
+mod layout;
 mod model;
 mod policy;
 mod policy_plan;

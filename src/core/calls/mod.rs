@@ -33,7 +33,7 @@
 //! result) and is never looked up again, so a fingerprint is already the cheapest
 //! handle.
 //!
-//! The pending calls and the early results are `crate::fp_map::FpMap`s: inline lists
+//! The pending calls and the early results are `fp_map::FpMap`s: inline lists
 //! scanned by fingerprint while at most 16 are open (real logs hold 0-7), hash tables
 //! keyed by the fingerprint's first word beyond that.
 //!
@@ -55,7 +55,7 @@
 //! - **Against confusion**: two ids are treated as one only if both 64-bit words agree.
 //!   For ids chosen without the seeds that is about 2^-128 per pair. foldhash is not a
 //!   cryptographic hash: someone who knows the seeds may be able to construct colliding
-//!   ids. The seeds never leave the tracker except in a [`Snapshot`](crate::Snapshot);
+//!   ids. The seeds never leave the tracker except in a snapshot (`Tracker::snapshot`);
 //!   keep snapshots as private as the log when ids may be hostile.
 //! - **Cost**: two foldhash passes over the id (foldhash reads 16 bytes per step; a
 //!   30-byte provider id is a handful of nanoseconds per pass), where std's SipHash-1-3
@@ -129,7 +129,7 @@ pub(crate) enum SeenUse {
 #[derive(Clone)]
 pub(crate) struct CallBook {
     seeds: [u64; 2],
-    /// Short inline lists in real logs, hash tables past 16 entries (`crate::fp_map`).
+    /// Short inline lists in real logs, hash tables past 16 entries (`fp_map.rs`).
     pending: FpMap<PendingCall>,
     early: FpMap<EarlyResult>,
     /// Every id whose `tool_use` was appended (pending or answered) or that a summary

@@ -472,3 +472,63 @@ impl Tracker {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event::Event;
+
+    #[test]
+    fn refused_events_change_nothing() {
+        let mut t = Tracker::new();
+        assert_eq!(
+            t.handle(Event::Delta { tokens: 1 }),
+            Err(EventError::NotOpen {
+                event: "delta",
+                len: 0
+            })
+        );
+        assert_eq!(
+            t.handle(Event::UsageReported { tokens: 1 }),
+            Err(EventError::EmptyLog { tokens: 1 })
+        );
+        t.open(Record::tool_use("a", 5)).unwrap();
+        assert_eq!(
+            t.append(Record::user(1)),
+            Err(AppendError::RecordOpen { at: 1, open_at: 0 })
+        );
+        assert_eq!(
+            t.handle(Event::TurnEnded),
+            Err(EventError::TurnEndedWhileOpen { open_at: 0 })
+        );
+        assert!(matches!(
+            t.grow(u64::MAX),
+            Err(EventError::TokenOverflow { at: 0, .. })
+        ));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.total_tokens(), 5);
+        assert_eq!(t.open_record(), Some(0));
+        t.assert_invariants();
+        assert_eq!(t.close(), Ok(false), "the call is pending");
+        assert_eq!(
+            t.close(),
+            Err(EventError::NotOpen {
+                event: "close",
+                len: 1
+            })
+        );
+        t.assert_invariants();
+    }
+
+    #[test]
+    fn usage_replaces_the_estimate_of_a_closed_record() {
+        let mut t = Tracker::new();
+        t.append(Record::user(10)).unwrap();
+        t.append(Record::assistant(99)).unwrap();
+        t.set_last_tokens(7).unwrap();
+        assert_eq!(t.total_tokens(), 17);
+        assert_eq!(t.record_tokens(1), Some(7));
+        assert_eq!(t.tokens_before(1), Some(10));
+        t.assert_invariants();
+    }
+}
