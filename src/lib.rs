@@ -95,3 +95,8 @@ pub use snapshot::{Snapshot, SnapshotError};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The design document's examples, compiled and run as doctests.
+#[doc = include_str!("../docs/design.md")]
+#[cfg(doctest)]
+pub struct DesignDoctests;
