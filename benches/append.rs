@@ -1,5 +1,5 @@
-//! Appending records: realistic sessions (string call ids) and records without ids, at
-//! 10^3..10^7 records; and the cost of fingerprinting one call id, the per-record work
+//! Appending records: realistic sessions (string call ids) in lenient and strict mode,
+//! and records without ids, at 10^3..10^7 records; and the cost of fingerprinting one call id, the per-record work
 //! a tool record adds. Inputs are built before timing; each iteration appends the whole
 //! log to a fresh tracker, so throughput is records per second of `append` alone
 //! (including dropping the ids the tracker no longer needs, which a caller pays too).
@@ -11,8 +11,8 @@ use std::hash::BuildHasher;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use cutpoint::Tracker;
 use cutpoint::testing::synth::Session;
+use cutpoint::{Mode, Tracker};
 use std::hint::black_box;
 
 const SIZES: [usize; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
@@ -33,6 +33,22 @@ fn append(c: &mut Criterion) {
                 || realistic.clone(),
                 |mut records| {
                     let mut t = Tracker::new();
+                    for r in records.drain(..) {
+                        t.append(r).expect("valid");
+                    }
+                    black_box(t.legal_cut_count());
+                    (t, records)
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        // Strict mode checks pairing at admission: the id's fingerprint is computed once
+        // per append and shared by admission and the call book (it was computed twice).
+        group.bench_function(format!("realistic_strict/{n}"), |b| {
+            b.iter_batched(
+                || realistic.clone(),
+                |mut records| {
+                    let mut t = Tracker::new().in_mode(Mode::Strict);
                     for r in records.drain(..) {
                         t.append(r).expect("valid");
                     }

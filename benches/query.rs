@@ -2,7 +2,7 @@
 //! targets:
 //!
 //! - `tracker`: the tracker as it is (blocks of 64 `u32` sums under an upper level of
-//!   their bases, the legal cuts as a bitmap; see `src/index.rs`);
+//!   their bases, the legal cuts as a bitmap; see `src/core/index/`);
 //! - `sampled`: the same query on the same data through `cutpoint::search`'s
 //!   multi-level `SampledIndex` over plain `u64` vectors and a sorted list of cuts (the
 //!   earlier prototype);

@@ -2,10 +2,10 @@
 //! removes than a pairing-blind token cut would, and how often it must defer.
 //!
 //! ```sh
-//! cargo run --release --example pair_cost -- ../shared/data/transcripts
+//! cargo run --release --example pair_cost -- tests/fixtures/transcripts
 //! ```
 //!
-//! For every session (generated ones from `cutpoint::synth`, and the real Claude Code
+//! For every session (generated ones from `cutpoint::testing::synth`, and the real Claude Code
 //! and Codex transcripts in the given folder), compaction fires at evenly spaced
 //! moments as the log grows (mid-turn moments included). At each moment and budget
 //! `b`, the compactor must bring the log down to `b` of its tokens: the target is
@@ -259,7 +259,7 @@ fn pct(num: u128, den: u128) -> String {
 
 fn main() {
     let dir = std::env::args().nth(1).map_or_else(
-        || PathBuf::from("../shared/data/transcripts"),
+        || PathBuf::from("tests/fixtures/transcripts"),
         PathBuf::from,
     );
     let mut generated = [Tally::default(); BUDGETS.len()];

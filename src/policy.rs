@@ -271,7 +271,7 @@ impl TriggerPolicy {
     /// Decides what the loop should do with the log as `tracker` holds it now.
     /// **O(log n)**, plus **O(k log k)** over the `k` pending calls when it defers.
     ///
-    /// Guarantees, checked by `tests/policy.rs`: a [`PlannedCut`]'s `head` and `cut` are
+    /// Guarantees, checked by `tests/it/policy.rs`: a [`PlannedCut`]'s `head` and `cut` are
     /// legal cuts with `head < cut`; a [`Wait`] comes only when no legal cut at or
     /// after its `resume_at` exists (so waiting for one never resolves at once), and
     /// never when the log's end is a legal cut past the head.
@@ -347,7 +347,7 @@ impl TriggerPolicy {
         match self.decide(log.tracker()) {
             Decision::Nothing => Planned::Nothing,
             Decision::Wait(d) => Planned::Wait(d),
-            // `decide` guarantees legal cuts `head < cut <= len` (tests/policy.rs), the
+            // `decide` guarantees legal cuts `head < cut <= len` (tests/it/policy.rs), the
             // precondition of `plan_between`; `apply` checks them again regardless.
             Decision::CompactNow(cut) => Planned::CompactNow {
                 plan: log.plan_between(cut.head, cut.cut, self.arguments),

@@ -42,7 +42,7 @@ fn bind(record: Record, bound: bool) -> Record {
     }
 }
 
-/// Violation kinds by the seed's condition they break (as tests/compact.rs groups them).
+/// Violation kinds by the seed's condition they break (as tests/it/compact.rs groups them).
 const CONDITIONS: [&[&str]; 4] = [
     &["unanswered-call", "pending-at-end"],
     &["orphan-result", "duplicate-result", "duplicate-call"],

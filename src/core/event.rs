@@ -19,7 +19,7 @@
 //! record may be appended after an open one), so the cut after it is decided exactly
 //! at [`close`](Tracker::close), as [`append`](Tracker::append) would have decided it:
 //! streaming a record as open, deltas and close leaves the tracker exactly as appending
-//! the finished record does (`tests/events.rs` checks this against the reference).
+//! the finished record does (`tests/it/events.rs` checks this against the reference).
 //!
 //! Everything here is sans-IO, like the rest of the core: the async adapter lives in
 //! `cutpoint::stream` (feature `stream`).

@@ -51,7 +51,7 @@
 //! - **Against flooding**: ids that collide under any *fixed* hash (FNV, djb2, Java's
 //!   `String.hashCode`, an unseeded FxHash) spread over the tables like any others,
 //!   because the seeds are unknown to whoever chose the ids. Tested with 4,096 ids that
-//!   all share one Java `hashCode` (`tests/reliability_hashing.rs`, and here).
+//!   all share one Java `hashCode` (`tests/it/reliability_hashing.rs`, and here).
 //! - **Against confusion**: two ids are treated as one only if both 64-bit words agree.
 //!   For ids chosen without the seeds that is about 2^-128 per pair. foldhash is not a
 //!   cryptographic hash: someone who knows the seeds may be able to construct colliding

@@ -16,6 +16,7 @@ impl Tracker {
     /// appending it would pass a cap or, in strict mode, break pairing. Reads only.
     /// **O(1)** expected for tool records, **O(k)** for a summary of `k` ids (their
     /// lengths only).
+    #[inline]
     pub(super) fn admit(
         &self,
         kind: &RecordKind,
@@ -42,6 +43,7 @@ impl Tracker {
     /// The id-length and open-call caps, then strict-mode pairing, for a `tool_use`
     /// (`is_use`) or `tool_result` with id `id`. Empty ids are left to `append`, which
     /// refuses them in both modes. **O(1)** expected.
+    #[inline]
     fn admit_tool(&self, id: &CallId, fp: &Fingerprint, is_use: bool) -> Result<(), AppendError> {
         let at = self.len();
         let limits = &self.limits;

@@ -124,6 +124,7 @@ impl Tracker {
 
     /// Books a `tool_use` at `at`: the one fallible step after admission (a reused id,
     /// an empty id); on `Err` nothing changed. **O(1)** amortized.
+    #[inline]
     fn book_use(
         &mut self,
         id: CallId,
@@ -162,6 +163,7 @@ impl Tracker {
     }
 
     /// Books a `tool_result` at `at`; only an empty id is refused. **O(1)** amortized.
+    #[inline]
     fn book_result(
         &mut self,
         id: CallId,
