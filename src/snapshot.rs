@@ -106,7 +106,9 @@ impl Snapshot {
     }
 
     /// Recomputes the stored checksum after the contents were edited, so that tests and
-    /// fuzzers can reach the consistency checks behind it. Not for production use.
+    /// fuzzers can reach the consistency checks behind it. A test aid (feature
+    /// `testing`), not for production use.
+    #[cfg(feature = "testing")]
     #[doc(hidden)]
     pub fn reseal(&mut self) {
         self.checksum = self.compute_checksum();

@@ -1,28 +1,6 @@
-//! Live turns: records that stream in (open, grow, close) and the [`Event`]s an agent
-//! loop feeds the tracker as a turn streams.
-//!
-//! A provider streams an assistant message block by block: a text block grows by
-//! deltas; a `tool_use` block announces its id first and then streams its arguments.
-//! The tracker follows that shape:
-//!
-//! ```text
-//!   Opened(record) ─▶ Delta{tokens}* ─▶ Closed ─▶ ... ─▶ TurnEnded
-//!         │                 │              │
-//!         │                 │              └─ decides the cut after the record
-//!         │                 └─ O(1): the last prefix sum grows
-//!         └─ a tool_use is pending from here on (its id is known at block start)
-//! ```
-//!
-//! While a record is open, **no cut after it is legal**: not cut `len`, whatever is
-//! pending, because compacting a record that is still being written would keep its
-//! tail or lose its head. Nothing else about the log can change while it is open (no
-//! record may be appended after an open one), so the cut after it is decided exactly
-//! at [`close`](Tracker::close), as [`append`](Tracker::append) would have decided it:
-//! streaming a record as open, deltas and close leaves the tracker exactly as appending
-//! the finished record does (`tests/it/events.rs` checks this against the reference).
-//!
-//! Everything here is sans-IO, like the rest of the core: the async adapter lives in
-//! `cutpoint::stream` (feature `stream`).
+//! The events of a live turn, as [`Event`] documents; [`Handled`] says what each did.
+//! The operations behind them (open, grow, close, usage reports) are in
+//! `tracker/input.rs`.
 
 use super::tracker::Appended;
 use crate::record::Record;
@@ -30,6 +8,27 @@ use crate::record::Record;
 /// One step of a live turn. An agent loop maps its provider's stream onto these and
 /// hands them to [`Tracker::handle`](crate::Tracker::handle) (or to the async adapter,
 /// feature `stream`).
+///
+/// A provider streams an assistant message block by block: a text block grows by
+/// deltas; a `tool_use` block announces its id first and then streams its arguments.
+/// The tracker follows that shape:
+///
+/// ```text
+///   Opened(record) ─▶ Delta{tokens}* ─▶ Closed ─▶ ... ─▶ TurnEnded
+///         │                 │              │
+///         │                 │              └─ decides the cut after the record
+///         │                 └─ O(1): the last prefix sum grows
+///         └─ a tool_use is pending from here on (its id is known at block start)
+/// ```
+///
+/// While a record is open, **no cut after it is legal**: not cut `len`, whatever is
+/// pending, because compacting a record that is still being written would keep its
+/// tail or lose its head. Nothing else about the log can change while it is open (no
+/// record may be appended after an open one), so the cut after it is decided exactly
+/// at [`close`](crate::Tracker::close), as [`append`](crate::Tracker::append) would
+/// have decided it: streaming a record as open, deltas and close leaves the tracker
+/// exactly as appending the finished record does (`tests/it/events.rs` checks this
+/// against the reference). Everything here is sans-IO, like the rest of the core.
 ///
 /// Non-exhaustive: match with a wildcard arm.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -131,12 +131,7 @@ impl Tracker {
         fp: Fingerprint,
         at: u32,
     ) -> Result<Option<Anomaly>, AppendError> {
-        if id.is_empty() {
-            return Err(AppendError::EmptyCallId {
-                at: at as usize,
-                kind: "tool_use",
-            });
-        }
+        non_empty(&id, at as usize, "tool_use")?;
         match self.calls.try_use(fp, id, at) {
             Err((call_id, seen)) => {
                 let first_use = match seen {
@@ -170,12 +165,7 @@ impl Tracker {
         fp: Fingerprint,
         at: u32,
     ) -> Result<Option<Anomaly>, AppendError> {
-        if id.is_empty() {
-            return Err(AppendError::EmptyCallId {
-                at: at as usize,
-                kind: "tool_result",
-            });
-        }
+        non_empty(&id, at as usize, "tool_result")?;
         Ok(match self.calls.record_result(fp, id, at) {
             ResultOutcome::Answered => None,
             ResultOutcome::Duplicate => {
@@ -195,12 +185,7 @@ impl Tracker {
     fn record_summary(&mut self, ids: &[CallId], at: usize) -> Result<(), AppendError> {
         let mut fps = Vec::with_capacity(ids.len());
         for id in ids {
-            if id.is_empty() {
-                return Err(AppendError::EmptyCallId {
-                    at,
-                    kind: "summary",
-                });
-            }
+            non_empty(id, at, "summary")?;
             let fp = self.calls.fingerprint(id);
             if self.calls.seen_any(&fp) || fps.contains(&fp) && ids.len() <= 16 {
                 return Err(AppendError::CoveredIdSeen {
@@ -473,6 +458,14 @@ impl Tracker {
         self.calls.replace_region(start as u32, end as u32);
         Ok(())
     }
+}
+
+/// Refuses an empty call id on a record of `kind` at `at`, in both modes.
+fn non_empty(id: &CallId, at: usize, kind: &'static str) -> Result<(), AppendError> {
+    if id.is_empty() {
+        return Err(AppendError::EmptyCallId { at, kind });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
