@@ -82,11 +82,10 @@ pub mod stream;
 pub mod testing;
 
 pub use crate::core::{
-    Anomalies, Anomaly, AppendError, Appended, Defer, Event, EventError, Handled, Limit, Limits,
-    MAX_RECORDS, Mode, PendingCall, RegionEnd, ReplaceError, StrictViolation, Tracker,
+    Anomalies, Anomaly, AppendError, Appended, Broken, CallRecord, Defer, Event, EventError,
+    Handled, Limit, Limits, MAX_RECORDS, Mode, OpenEvent, Part, PendingCall, RegionEnd,
+    ReplaceError, StrictViolation, Tracker,
 };
-#[doc(hidden)]
-pub use crate::core::{Broken, Part};
 pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]
 pub use snapshot::{Snapshot, SnapshotError};

@@ -36,13 +36,13 @@ pub enum AppendError {
         /// Position the refused record would have taken.
         at: usize,
     },
-    /// A tool record with an empty call id.
+    /// A tool record (or a summary's covered id) with an empty call id.
     #[error("record {at}: {kind} has an empty call id")]
     EmptyCallId {
         /// Position the refused record would have taken.
         at: usize,
-        /// `tool_use` or `tool_result`.
-        kind: &'static str,
+        /// Which kind of record carried it.
+        kind: CallRecord,
     },
     /// The total token count would pass `u64::MAX`.
     #[error("record {at}: {tokens} tokens would overflow the log's total of {total}")]
@@ -241,8 +241,8 @@ pub enum EventError {
     /// A delta or close arrived while no record was open.
     #[error("{event} at record {len}: no record is open")]
     NotOpen {
-        /// `delta` or `close`.
-        event: &'static str,
+        /// Which event.
+        event: OpenEvent,
         /// Number of records in the log.
         len: usize,
     },
@@ -325,4 +325,45 @@ pub enum ReplaceError {
         /// The tokens outside the region.
         kept: u64,
     },
+}
+
+/// The kinds of record that carry call ids, as errors name them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum CallRecord {
+    /// A `tool_use`.
+    ToolUse,
+    /// A `tool_result`.
+    ToolResult,
+    /// A summary (for one of the calls it covers).
+    Summary,
+}
+
+impl fmt::Display for CallRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CallRecord::ToolUse => "tool_use",
+            CallRecord::ToolResult => "tool_result",
+            CallRecord::Summary => "summary",
+        })
+    }
+}
+
+/// The events that need an open record, as [`EventError::NotOpen`] names them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum OpenEvent {
+    /// [`Event::Delta`](crate::Event::Delta): the open record grows.
+    Delta,
+    /// [`Event::Closed`](crate::Event::Closed): the open record closes.
+    Close,
+}
+
+impl fmt::Display for OpenEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OpenEvent::Delta => "delta",
+            OpenEvent::Close => "close",
+        })
+    }
 }

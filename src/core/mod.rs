@@ -22,7 +22,9 @@ mod state;
 pub(crate) mod tracker;
 
 pub use config::{Limit, Limits, Mode};
-pub use error::{AppendError, Defer, EventError, RegionEnd, ReplaceError, StrictViolation};
+pub use error::{
+    AppendError, CallRecord, Defer, EventError, OpenEvent, RegionEnd, ReplaceError, StrictViolation,
+};
 pub use event::{Event, Handled};
 pub use index::MAX_RECORDS;
 pub use invariants::{Broken, Part};

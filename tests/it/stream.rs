@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cutpoint::stream::{Shared, Tracked};
 use cutpoint::testing::synth::Session;
-use cutpoint::{Event, EventError, Handled, Record, Tracker};
+use cutpoint::{Event, EventError, Handled, OpenEvent, Record, Tracker};
 use futures::{FutureExt, StreamExt, poll};
 
 /// A user message and an assistant message with `ids.len()` parallel calls, streamed;
@@ -255,7 +255,13 @@ async fn out_of_order_results_through_the_stream_adapter() {
             }
             Ok(_) => {}
             Err(e) => {
-                assert!(matches!(e, EventError::NotOpen { event: "close", .. }));
+                assert!(matches!(
+                    e,
+                    EventError::NotOpen {
+                        event: OpenEvent::Close,
+                        ..
+                    }
+                ));
                 refused += 1;
             }
         }

@@ -12,7 +12,7 @@
 use super::{Anomaly, Appended, Tracker};
 use crate::core::calls::{Fingerprint, ResultOutcome, SeenUse, UseOutcome};
 use crate::core::config::{Limits, Mode};
-use crate::core::error::{AppendError, EventError, ReplaceError};
+use crate::core::error::{AppendError, CallRecord, EventError, OpenEvent, ReplaceError};
 use crate::core::event::{Event, Handled};
 use crate::core::index::MAX_RECORDS;
 use crate::record::{CallId, Record, RecordKind};
@@ -131,7 +131,7 @@ impl Tracker {
         fp: Fingerprint,
         at: u32,
     ) -> Result<Option<Anomaly>, AppendError> {
-        non_empty(&id, at as usize, "tool_use")?;
+        non_empty(&id, at as usize, CallRecord::ToolUse)?;
         match self.calls.try_use(fp, id, at) {
             Err((call_id, seen)) => {
                 let first_use = match seen {
@@ -165,7 +165,7 @@ impl Tracker {
         fp: Fingerprint,
         at: u32,
     ) -> Result<Option<Anomaly>, AppendError> {
-        non_empty(&id, at as usize, "tool_result")?;
+        non_empty(&id, at as usize, CallRecord::ToolResult)?;
         Ok(match self.calls.record_result(fp, id, at) {
             ResultOutcome::Answered => None,
             ResultOutcome::Duplicate => {
@@ -185,7 +185,7 @@ impl Tracker {
     fn record_summary(&mut self, ids: &[CallId], at: usize) -> Result<(), AppendError> {
         let mut fps = Vec::with_capacity(ids.len());
         for id in ids {
-            non_empty(id, at, "summary")?;
+            non_empty(id, at, CallRecord::Summary)?;
             let fp = self.calls.fingerprint(id);
             if self.calls.seen_any(&fp) || fps.contains(&fp) && ids.len() <= 16 {
                 return Err(AppendError::CoveredIdSeen {
@@ -271,7 +271,7 @@ impl Tracker {
         let len = self.len();
         if !self.last_open {
             return Err(EventError::NotOpen {
-                event: "delta",
+                event: OpenEvent::Delta,
                 len,
             });
         }
@@ -298,7 +298,7 @@ impl Tracker {
         let len = self.len();
         if !self.last_open {
             return Err(EventError::NotOpen {
-                event: "close",
+                event: OpenEvent::Close,
                 len,
             });
         }
@@ -461,7 +461,7 @@ impl Tracker {
 }
 
 /// Refuses an empty call id on a record of `kind` at `at`, in both modes.
-fn non_empty(id: &CallId, at: usize, kind: &'static str) -> Result<(), AppendError> {
+fn non_empty(id: &CallId, at: usize, kind: CallRecord) -> Result<(), AppendError> {
     if id.is_empty() {
         return Err(AppendError::EmptyCallId { at, kind });
     }
@@ -479,7 +479,7 @@ mod tests {
         assert_eq!(
             t.handle(Event::Delta { tokens: 1 }),
             Err(EventError::NotOpen {
-                event: "delta",
+                event: OpenEvent::Delta,
                 len: 0
             })
         );
@@ -508,7 +508,7 @@ mod tests {
         assert_eq!(
             t.close(),
             Err(EventError::NotOpen {
-                event: "close",
+                event: OpenEvent::Close,
                 len: 1
             })
         );
