@@ -20,5 +20,6 @@ mod reliability_hashing;
 mod sampled;
 mod snapshot;
 mod stream;
+mod streams;
 mod transcripts;
 mod validate;
