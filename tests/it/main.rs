@@ -21,5 +21,6 @@ mod sampled;
 mod snapshot;
 mod stream;
 mod streams;
+mod streams_http;
 mod transcripts;
 mod validate;
