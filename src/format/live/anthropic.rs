@@ -182,18 +182,16 @@ impl State {
                     out.piece(at, piece, text.as_str())?;
                 }
             }
-            "content_block_stop" => {
-                if self.open_index.is_some() {
-                    let empty = matches!(
-                        out.open_content(),
-                        Some(Content::Call { arguments, .. }) if arguments.is_empty()
-                    );
-                    if let Some(input) = self.start_input.take().filter(|_| empty) {
-                        out.piece(at, Piece::Text, &input)?;
-                    }
-                    out.close();
-                    self.open_index = None;
+            "content_block_stop" if self.open_index.is_some() => {
+                let empty = matches!(
+                    out.open_content(),
+                    Some(Content::Call { arguments, .. }) if arguments.is_empty()
+                );
+                if let Some(input) = self.start_input.take().filter(|_| empty) {
+                    out.piece(at, Piece::Text, &input)?;
                 }
+                out.close();
+                self.open_index = None;
             }
             "message_delta" => {
                 if let Some(reason) = ev.delta.as_ref().and_then(|d| opt_str(&d.stop_reason)) {

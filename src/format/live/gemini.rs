@@ -573,11 +573,11 @@ mod tests {
             args.render(),
             r#"{"recipe":{"name":"Pancakes","steps":["Mix","Fry"]},"a.b":[{"x":0.5}]}"#
         );
-        let p: PartialArg<'_> =
-            serde_json::from_str(&arg("$.recipe.steps[5]", Some("x"), None, false)).unwrap();
+        let past_end = arg("$.recipe.steps[5]", Some("x"), None, false);
+        let p: PartialArg<'_> = serde_json::from_str(&past_end).unwrap();
         assert!(args.apply(&p, 64).is_err(), "an index past the end");
-        let p: PartialArg<'_> =
-            serde_json::from_str(&arg("recipe", Some("x"), None, false)).unwrap();
+        let no_root = arg("recipe", Some("x"), None, false);
+        let p: PartialArg<'_> = serde_json::from_str(&no_root).unwrap();
         assert!(args.apply(&p, 64).is_err(), "no `$`");
         assert!(parse_path("$.a.b.c", 2).is_err(), "too deep");
     }
