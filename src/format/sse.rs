@@ -134,9 +134,6 @@ impl SseFramer {
                 self.start = None;
                 continue;
             }
-            if self.start.is_none() {
-                self.start = Some(offset);
-            }
             let (field, value) = match line.find(':') {
                 Some(0) => ("", ""),
                 Some(i) => {
@@ -145,6 +142,9 @@ impl SseFramer {
                 }
                 None => (line, ""),
             };
+            if self.start.is_none() && !field.is_empty() {
+                self.start = Some(offset);
+            }
             match field {
                 "data" => {
                     if self.data.len() + value.len() + 1 > self.max_event {
