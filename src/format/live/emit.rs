@@ -165,6 +165,33 @@ impl Emitter {
         Ok(())
     }
 
+    /// Whether the open record is a text (or, with `thinking`, a thinking) record that
+    /// a run of text pieces continues. **O(1)**.
+    pub(crate) fn continues_text(&self, thinking: bool) -> bool {
+        match self.open_content() {
+            Some(Content::Thinking { .. }) => thinking,
+            Some(Content::Text { .. }) => !thinking,
+            _ => false,
+        }
+    }
+
+    /// Opens a text (or thinking) record, bound to the response's earlier records.
+    /// **O(1)**.
+    pub(crate) fn open_text(&mut self, at: At, thinking: bool) -> Result<(), StreamError> {
+        let content = if thinking {
+            Content::Thinking {
+                text: String::new(),
+                signature: None,
+                redacted: false,
+            }
+        } else {
+            Content::Text {
+                text: String::new(),
+            }
+        };
+        self.open(at, content, self.records() > 0, 0)
+    }
+
     /// Adds a piece to the open record: text is counted and emitted as a delta.
     /// **O(len)**.
     pub(crate) fn piece(&mut self, at: At, piece: Piece, text: &str) -> Result<(), StreamError> {

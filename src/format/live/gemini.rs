@@ -207,25 +207,9 @@ impl State {
         if text.is_empty() && signature.is_none() {
             return Ok(());
         }
-        let same = match out.open_content() {
-            Some(Content::Thinking { .. }) => thinking,
-            Some(Content::Text { .. }) => !thinking,
-            _ => false,
-        };
-        if !same {
+        if !out.continues_text(thinking) {
             self.close(at, out)?;
-            let content = if thinking {
-                Content::Thinking {
-                    text: String::new(),
-                    signature: None,
-                    redacted: false,
-                }
-            } else {
-                Content::Text {
-                    text: String::new(),
-                }
-            };
-            out.open(at, content, out.records() > 0, 0)?;
+            out.open_text(at, thinking)?;
         }
         out.piece(at, Piece::Text, text)?;
         if let Some(s) = signature {

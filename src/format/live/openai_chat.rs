@@ -277,29 +277,13 @@ impl State {
         thinking: bool,
         text: &str,
     ) -> Result<(), StreamError> {
-        let same = match out.open_content() {
-            Some(Content::Thinking { .. }) => thinking,
-            Some(Content::Text { .. }) => !thinking,
-            _ => false,
-        };
-        if !same {
+        if !out.continues_text(thinking) {
             if let Some(live) = self.live.take() {
                 // Text after a call: the call is done.
                 self.calls[live].slot = Slot::Closed;
             }
             out.close();
-            let content = if thinking {
-                Content::Thinking {
-                    text: String::new(),
-                    signature: None,
-                    redacted: false,
-                }
-            } else {
-                Content::Text {
-                    text: String::new(),
-                }
-            };
-            out.open(at, content, out.records() > 0, 0)?;
+            out.open_text(at, thinking)?;
         }
         out.piece(at, Piece::Text, text)
     }

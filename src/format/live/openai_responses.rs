@@ -18,6 +18,7 @@ use super::frames::Frame;
 use super::{At, Content, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
+use crate::format::openai_responses::PAIRED_CALLS;
 
 #[derive(Deserialize)]
 struct Ev<'a> {
@@ -108,16 +109,6 @@ struct ErrorBody<'a> {
     #[serde(borrow, default)]
     message: Option<JsonStr<'a>>,
 }
-
-/// Item types that are calls answered by a `<type>_output` item with the same
-/// `call_id` (the Responses reader's list).
-const PAIRED_CALLS: [&str; 5] = [
-    "function_call",
-    "custom_tool_call",
-    "local_shell_call",
-    "computer_call",
-    "shell_call",
-];
 
 /// The response being read.
 #[derive(Default)]
