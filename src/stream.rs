@@ -38,6 +38,11 @@
 //! # }).unwrap();
 //! ```
 //!
+//! With the `formats` feature, [`Decoding`] and [`ReadDecoding`] feed a provider's
+//! streaming response (a `Stream` of byte chunks, or an `AsyncRead`) through a
+//! [`Decoder`](crate::format::live::Decoder) into a shared tracker or log, so that
+//! [`Shared::legal_cut_ready`] wakes when a streamed call's result lands.
+//!
 //! # Locking
 //!
 //! One `std::sync::Mutex` guards the shared value. Every method takes it, does **O(1)**
@@ -59,6 +64,12 @@
 //! [`Shared::update`], in place with [`Log::apply`] or [`Tracker::replace_region`])
 //! renumbers them; a waiter for a position of the old numbering should be dropped and
 //! recreated from a fresh decision ([`Log::compactions`] tells when).
+
+#[cfg(feature = "formats")]
+mod live;
+
+#[cfg(feature = "formats")]
+pub use live::{Chunk, Decoding, FeedError, ReadDecoding};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -14,6 +14,7 @@ mod exit;
 mod guard;
 mod source;
 mod stats;
+mod watch;
 
 /// Find compaction cuts that never split a tool_use/tool_result pair.
 #[derive(Parser)]
@@ -48,6 +49,15 @@ enum Command {
     /// Measure this machine on a generated realistic session: append rates, query
     /// latency, memory per record, and the speed-up over the specification's rescan.
     Bench(bench::Args),
+    /// Follow a provider's streaming response (recorded, or live on stdin as it
+    /// arrives) and print one JSON line per state change: call opened, arguments
+    /// complete, call answered or left open, legal cut available, usage, turn ended;
+    /// then a line of totals (tool_calls, open_calls, tokens).
+    ///
+    /// Exit status: 0 when the stream ended normally; 1 when it carried a provider
+    /// error or ended before the response did; 2 on bad input (FILE: event N (byte
+    /// B): what is wrong).
+    Watch(watch::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,5 +67,6 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Compact(args) => compact::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Watch(args) => watch::run(args),
     }
 }

@@ -66,6 +66,14 @@ impl Log {
         Ok(handled)
     }
 
+    /// Replaces the payload of the last entry (a streamed call's, once its arguments
+    /// are complete) and returns the one it had; `None` for an empty log. **O(1)**.
+    pub fn set_last_payload(&mut self, payload: super::Payload) -> Option<super::Payload> {
+        self.entries
+            .back_mut()
+            .map(|entry| std::mem::replace(&mut entry.payload, payload))
+    }
+
     /// Compactions applied to this log so far. Positions (of records, cuts, plans and
     /// waiters such as `SharedTracker::legal_cut_ready`) taken before the last one are
     /// stale: plan again, and drop and recreate waiters. **O(1)**.

@@ -36,11 +36,13 @@ mod codex;
 mod detect;
 mod gemini;
 mod json_doc;
+pub mod live;
 mod openai_chat;
 mod openai_responses;
 pub mod records;
 pub mod rewrite;
 pub mod rules;
+mod sse;
 mod tokens;
 mod usage;
 

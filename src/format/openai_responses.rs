@@ -34,7 +34,7 @@ struct Item<'a> {
 
 /// Item types that are calls answered by a `<type>_output` item with the same
 /// `call_id`.
-const PAIRED_CALLS: [&str; 5] = [
+pub(crate) const PAIRED_CALLS: [&str; 5] = [
     "function_call",
     "custom_tool_call",
     "local_shell_call",

@@ -187,7 +187,7 @@ fn the_core_reaches_nothing_above_it_and_no_modules_form_a_circle() {
     let want: [(&str, &[&str]); 6] = [
         ("compact", &["core", "record"]),
         ("policy", &["compact", "core", "record"]),
-        ("stream", &["compact", "core", "record"]),
+        ("stream", &["compact", "core", "format", "record"]),
         ("format", &["compact", "core", "record"]),
         ("snapshot", &["core"]),
         ("testing", &["core", "record"]),

@@ -20,5 +20,7 @@ mod reliability_hashing;
 mod sampled;
 mod snapshot;
 mod stream;
+mod streams;
+mod streams_http;
 mod transcripts;
 mod validate;

@@ -1,0 +1,332 @@
+//! Anthropic Messages streaming: `message_start`, `content_block_start` / `_delta` /
+//! `_stop`, `message_delta` (stop reason, usage), `message_stop`, `ping`, `error`.
+//!
+//! One content block is one record, all bound to the first (one message): `text` and
+//! `thinking` / `redacted_thinking` are assistant records, `tool_use` a call,
+//! `server_tool_use` (and any `*_tool_use` block with an id) a server call answered by
+//! the `*_tool_result` block that names it (`tool_use_id`), which is its result record.
+//! `message_delta`'s `output_tokens` (the message's total) replaces the estimate;
+//! `message_stop` ends the turn. A block still open at `message_stop` (the API sends
+//! no `content_block_stop` for a `tool_use` cut off by `max_tokens`) stays open when it
+//! is a call, flagged truncated under a length stop.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::emit::{Emitter, Piece};
+use super::frames::Frame;
+use super::{At, Content, StreamError, Usage};
+use crate::CallId;
+use crate::format::json_doc::{JsonStr, opt_str};
+
+#[derive(Deserialize)]
+struct Ev<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: JsonStr<'a>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    content_block: Option<Block<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+    #[serde(default)]
+    message: Option<Message>,
+    #[serde(borrow, default)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: JsonStr<'a>,
+    #[serde(borrow, default)]
+    id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    thinking: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    signature: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    data: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    text: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    partial_json: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    thinking: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    signature: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<JsonStr<'a>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub(super) struct RawUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct Details {
+    #[serde(default)]
+    thinking_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ErrorBody<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub(super) kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(super) message: Option<JsonStr<'a>>,
+}
+
+/// The state between events: the open block's index, the message's input usage and
+/// stop reason.
+#[derive(Default)]
+pub(crate) struct State {
+    open_index: Option<u64>,
+    /// The open call's `input` at its start (`{}`): its arguments if no delta comes.
+    start_input: Option<String>,
+    in_message: bool,
+    input: RawUsage,
+    stop_reason: Option<String>,
+}
+
+/// Stop reasons that mean the output hit a length limit.
+const LENGTH_STOPS: [&str; 2] = ["max_tokens", "model_context_window_exceeded"];
+
+impl State {
+    pub(crate) fn frame(
+        &mut self,
+        frame: &Frame<'_>,
+        out: &mut Emitter,
+    ) -> Result<(), StreamError> {
+        let at = At::of(frame);
+        let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
+        match ev.kind.as_str() {
+            "message_start" => {
+                out.start_response();
+                *self = State {
+                    in_message: true,
+                    input: ev.message.and_then(|m| m.usage).unwrap_or_default(),
+                    ..State::default()
+                };
+            }
+            "content_block_start" => {
+                let block = ev
+                    .content_block
+                    .ok_or_else(|| at.malformed("content_block_start without a content_block"))?;
+                if !self.in_message {
+                    return Err(at.malformed("content_block_start before message_start"));
+                }
+                if self.open_index.is_some() {
+                    // Blocks stream one at a time; one still open ends here.
+                    out.close();
+                }
+                self.start_input = None;
+                self.open_index = Some(ev.index.unwrap_or(0));
+                self.start(at, block, out)?;
+            }
+            "content_block_delta" => {
+                let delta = ev
+                    .delta
+                    .ok_or_else(|| at.malformed("content_block_delta without a delta"))?;
+                if self.open_index != ev.index.or(Some(0)) || self.open_index.is_none() {
+                    return Err(at.malformed(format!(
+                        "a delta for block {} while {}",
+                        ev.index.unwrap_or(0),
+                        match self.open_index {
+                            Some(i) => format!("block {i} is open"),
+                            None => "no block is open".to_owned(),
+                        }
+                    )));
+                }
+                let (piece, text) = match opt_str(&delta.kind) {
+                    Some("text_delta") => (Piece::Text, delta.text),
+                    Some("input_json_delta") => (Piece::Text, delta.partial_json),
+                    Some("thinking_delta") => (Piece::Text, delta.thinking),
+                    Some("signature_delta") => (Piece::Signature, delta.signature),
+                    // citations_delta and later kinds carry nothing tracked.
+                    _ => (Piece::Text, None),
+                };
+                if let Some(text) = text {
+                    out.piece(at, piece, text.as_str())?;
+                }
+            }
+            "content_block_stop" if self.open_index.is_some() => {
+                let empty = matches!(
+                    out.open_content(),
+                    Some(Content::Call { arguments, .. }) if arguments.is_empty()
+                );
+                if let Some(input) = self.start_input.take().filter(|_| empty) {
+                    out.piece(at, Piece::Text, &input)?;
+                }
+                out.close();
+                self.open_index = None;
+            }
+            "message_delta" => {
+                if let Some(reason) = ev.delta.as_ref().and_then(|d| opt_str(&d.stop_reason)) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(u) = ev.usage {
+                    out.usage(self.usage(u));
+                }
+            }
+            "message_stop" => {
+                let length = self
+                    .stop_reason
+                    .as_deref()
+                    .is_some_and(|r| LENGTH_STOPS.contains(&r));
+                out.end(self.stop_reason.take(), true, length);
+                self.open_index = None;
+                self.in_message = false;
+            }
+            "error" => {
+                let (kind, message) = match &ev.error {
+                    Some(e) => (opt_str(&e.kind), opt_str(&e.message)),
+                    None => (None, None),
+                };
+                return Err(at.provider(kind.unwrap_or("error"), message.unwrap_or("")));
+            }
+            // ping, and event types added later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Opens the record a `content_block_start` announces.
+    fn start(&mut self, at: At, block: Block<'_>, out: &mut Emitter) -> Result<(), StreamError> {
+        let kind = block.kind.as_str();
+        let bound = out.records() > 0;
+        let id = opt_str(&block.id).filter(|id| !id.is_empty());
+        let (content, initial) = match kind {
+            "text" => (
+                Content::Text {
+                    text: String::new(),
+                },
+                opt_str(&block.text),
+            ),
+            "thinking" => (
+                Content::Thinking {
+                    text: String::new(),
+                    signature: opt_str(&block.signature)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                    redacted: false,
+                },
+                opt_str(&block.thinking),
+            ),
+            "redacted_thinking" => {
+                // Opaque: its data goes back as it came and is counted as its size.
+                let data = opt_str(&block.data).unwrap_or_default();
+                let content = Content::Thinking {
+                    text: String::new(),
+                    signature: Some(data.to_owned()),
+                    redacted: true,
+                };
+                let tokens = out.count(data);
+                return out.open(at, content, bound, tokens);
+            }
+            _ if kind.ends_with("tool_use") => {
+                let id = id.ok_or_else(|| at.malformed(format!("{kind} block without an id")))?;
+                let name = opt_str(&block.name).unwrap_or_default().to_owned();
+                let tokens = out.count(&name);
+                let content = Content::Call {
+                    id: CallId::from(id),
+                    name,
+                    arguments: String::new(),
+                    server: kind != "tool_use",
+                    signature: None,
+                    truncated: false,
+                };
+                out.open(at, content, bound, tokens)?;
+                // An input given whole at the start (not `{}`, which deltas replace,
+                // or which stands when none come).
+                match block.input.map(RawValue::get) {
+                    Some("{}") => self.start_input = Some("{}".to_owned()),
+                    Some(input) => out.piece(at, Piece::Text, input)?,
+                    None => {}
+                }
+                return Ok(());
+            }
+            _ if block.tool_use_id.is_some() => {
+                let id = opt_str(&block.tool_use_id)
+                    .filter(|id| !id.is_empty())
+                    .ok_or_else(|| {
+                        at.malformed(format!("{kind} block with an empty tool_use_id"))
+                    })?;
+                let content = Content::ServerResult {
+                    id: CallId::from(id),
+                    kind: kind.to_owned(),
+                    content: String::new(),
+                };
+                out.open(at, content, bound, 0)?;
+                if let Some(c) = block.content {
+                    out.piece(at, Piece::Text, c.get())?;
+                }
+                return Ok(());
+            }
+            _ => (
+                Content::Other {
+                    kind: kind.to_owned(),
+                },
+                None,
+            ),
+        };
+        out.open(at, content, bound, 0)?;
+        if let Some(text) = initial {
+            out.piece(at, Piece::Text, text)?;
+        }
+        Ok(())
+    }
+
+    /// The message's usage: input from `message_start`, output from `message_delta`.
+    fn usage(&self, u: RawUsage) -> Usage {
+        Usage {
+            input_tokens: u.input_tokens.or(self.input.input_tokens),
+            output_tokens: u.output_tokens,
+            reasoning_tokens: u.output_tokens_details.and_then(|d| d.thinking_tokens),
+            cached_tokens: u
+                .cache_read_input_tokens
+                .or(self.input.cache_read_input_tokens),
+        }
+    }
+
+    /// The end of input: a message still streaming is interrupted.
+    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if self.in_message {
+            out.end(self.stop_reason.take(), false, false);
+            self.in_message = false;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,672 @@
+//! Live provider streams decoded into tracker [`Event`]s, sans-IO: push the bytes of a
+//! streaming response as they arrive, in any chunk split, and pull decoded items
+//! (the shape of tokio-util's codecs: `Ok(None)` means "push more").
+//!
+//! ```text
+//!   HTTP body bytes ──push──▶ Decoder ──next──▶ Decoded { event, detail }
+//!                              │ framing: SSE / JSON array / JSON lines
+//!                              │ provider events ─▶ records: open, delta*, close
+//!                              │ tokens counted per delta, replaced by usage
+//!                              ▼
+//!                        Feed::feed(&decoded) into a Tracker or a compact::Log
+//! ```
+//!
+//! | [`StreamFormat`] | provider stream |
+//! |---|---|
+//! | `anthropic-sse` | Anthropic Messages (`message_start`, `content_block_*`, `message_delta`, `message_stop`, `ping`, `error`) |
+//! | `openai-chat-stream` | OpenAI Chat Completions chunks (`tool_calls` deltas by `index`, `finish_reason`, the usage chunk, `[DONE]`) |
+//! | `openai-responses-stream` | OpenAI Responses events (`response.output_item.added` / `done`, argument and text deltas, `response.completed` / `incomplete` / `failed`, `error`) |
+//! | `gemini-stream` | Gemini `streamGenerateContent` (SSE, a JSON array, or one object per line; `functionCall` with `args` or `partialArgs`, `thoughtSignature`, `usageMetadata`) |
+//!
+//! Each streamed content block (or Responses output item, or Gemini part run) becomes
+//! one record: [`Event::Opened`] when it starts (a call's id and name are known then),
+//! [`Event::Delta`] per piece of text or arguments (counted by the [`TokenCounter`] as
+//! it arrives), [`Event::Closed`] when it ends, with the assembled [`Content`] (text,
+//! thinking text and signature, a call's name and arguments) in the item's
+//! [`Detail`]. The provider's usage replaces the estimate ([`Event::UsageReported`]);
+//! [`Event::TurnEnded`] ends a response that completed with no record left open.
+//! The full mapping per provider, the interrupted cases and the caps:
+//! `docs/streams.md`.
+//!
+//! ```
+//! use cutpoint::compact::Log;
+//! use cutpoint::format::live::{Decoder, Feed, StreamFormat};
+//!
+//! let body = concat!(
+//!     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+//!     "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"ls\",\"input\":{}}}\n\n",
+//!     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"dir\\\":\"}}\n\n",
+//!     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"/tmp\\\"}\"}}\n\n",
+//!     "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+//!     "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":21}}\n\n",
+//!     "data: {\"type\":\"message_stop\"}\n\n",
+//! );
+//! let mut log = Log::new();
+//! let mut decoder = Decoder::new(StreamFormat::AnthropicSse);
+//! for chunk in body.as_bytes().chunks(7) {
+//!     decoder.push(chunk);
+//!     while let Some(item) = decoder.next()? {
+//!         log.feed(&item)?;
+//!     }
+//! }
+//! decoder.finish();
+//! while let Some(item) = decoder.next()? {
+//!     log.feed(&item)?;
+//! }
+//! assert_eq!(log.tracker().pending_count(), 1); // the call waits for its result
+//! assert_eq!(log.tracker().total_tokens(), 21); // the usage replaced the estimate
+//! assert_eq!(
+//!     log.entries()[0].payload,
+//!     cutpoint::compact::Payload::Call { name: Some("ls".into()), arguments: Some(r#"{"dir":"/tmp"}"#.into()) }
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod anthropic;
+mod emit;
+mod feed;
+pub(crate) mod frames;
+mod gemini;
+mod openai_chat;
+mod openai_responses;
+
+use std::fmt;
+
+pub use feed::Feed;
+
+use crate::compact::{Payload, ResultStatus};
+use crate::format::{ByteEstimate, TokenCounter};
+use crate::{CallId, Event};
+use emit::Emitter;
+use frames::Frames;
+
+/// The provider streams the [`Decoder`] reads. Non-exhaustive: later versions add more.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum StreamFormat {
+    /// Anthropic Messages streaming (`stream: true`).
+    AnthropicSse,
+    /// OpenAI Chat Completions streaming (`stream: true`), and compatible gateways.
+    OpenAiChatStream,
+    /// OpenAI Responses streaming (`stream: true`).
+    OpenAiResponsesStream,
+    /// Google Gemini `streamGenerateContent` (with or without `alt=sse`).
+    GeminiStream,
+}
+
+impl StreamFormat {
+    /// Every stream format, in the order the CLI lists them.
+    pub const ALL: [StreamFormat; 4] = [
+        StreamFormat::AnthropicSse,
+        StreamFormat::OpenAiChatStream,
+        StreamFormat::OpenAiResponsesStream,
+        StreamFormat::GeminiStream,
+    ];
+
+    /// The name the CLI uses (`cutpoint watch --format NAME`). **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamFormat::AnthropicSse => "anthropic-sse",
+            StreamFormat::OpenAiChatStream => "openai-chat-stream",
+            StreamFormat::OpenAiResponsesStream => "openai-responses-stream",
+            StreamFormat::GeminiStream => "gemini-stream",
+        }
+    }
+
+    /// The format named `name` (as [`StreamFormat::name`] spells it). **O(1)**.
+    pub fn from_name(name: &str) -> Option<StreamFormat> {
+        StreamFormat::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl fmt::Display for StreamFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How much a [`Decoder`] may buffer. Past a cap it stops with
+/// [`StreamError::TooLarge`] instead of growing: hostile bytes cost at most these.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Caps {
+    /// Bytes of one provider event: an SSE event's data (with the line being read),
+    /// or one JSON object of the JSON framings. Default 16 MiB (a Responses
+    /// `response.completed` event repeats the whole response, encrypted reasoning
+    /// included).
+    pub max_event_bytes: usize,
+    /// Bytes of one record's assembled content (text, thinking, arguments). Default
+    /// 64 MiB.
+    pub max_record_bytes: usize,
+    /// OpenAI Chat tool calls of one response (each buffered by `index`), and the
+    /// depth of a Gemini `partialArgs` path. Default 1,024.
+    pub max_calls: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            max_event_bytes: 16 << 20,
+            max_record_bytes: 64 << 20,
+            max_calls: 1024,
+        }
+    }
+}
+
+/// Why a stream could not be decoded, or what error the provider streamed. Every
+/// variant names the event (1-based, in stream order) and the byte offset it started
+/// at. After an error the decoder is done: it yields nothing more.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The bytes are not a stream in any of the framings (not UTF-8, a JSON array
+    /// broken between its elements, ...).
+    #[error("event {event} (byte {offset}): {message}")]
+    Framing {
+        /// The event being read.
+        event: u64,
+        /// The offending byte.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// One event, or one record's content, passes a [`Caps`] value.
+    #[error("event {event} (byte {offset}): the {what} passes the cap of {cap} bytes")]
+    TooLarge {
+        /// The event being read.
+        event: u64,
+        /// Where it starts.
+        offset: u64,
+        /// The cap.
+        cap: usize,
+        /// `event`, `record`, `calls` (for [`Caps::max_calls`]).
+        what: &'static str,
+    },
+    /// An event that is not what the provider sends: not JSON, or not the shape its
+    /// type has, or out of place (a delta for a block that is not open).
+    #[error("event {event} (byte {offset}): {message}")]
+    Malformed {
+        /// The event.
+        event: u64,
+        /// Where it starts.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// The provider streamed an error (Anthropic `error`, an OpenAI Chat chunk with an
+    /// `error` object or an SSE `event: error`, Responses `error` / `response.failed`,
+    /// a Gemini error object). Records stay as they were: a call left open is still
+    /// open (see [`Feed::abort_open`]).
+    #[error("event {event} (byte {offset}): the provider reported an error: {kind}: {message}")]
+    Provider {
+        /// The event.
+        event: u64,
+        /// Where it starts.
+        offset: u64,
+        /// The error's type or code, as the provider spelled it.
+        kind: String,
+        /// Its message.
+        message: String,
+    },
+    /// The input ended inside an event.
+    #[error("event {event} (byte {offset}): the input ended inside this event")]
+    Truncated {
+        /// The unfinished event.
+        event: u64,
+        /// Where it starts.
+        offset: u64,
+    },
+}
+
+impl StreamError {
+    /// The event the error names (1-based). **O(1)**.
+    pub fn event(&self) -> u64 {
+        match self {
+            StreamError::Framing { event, .. }
+            | StreamError::TooLarge { event, .. }
+            | StreamError::Malformed { event, .. }
+            | StreamError::Provider { event, .. }
+            | StreamError::Truncated { event, .. } => *event,
+        }
+    }
+
+    /// The byte offset the error names. **O(1)**.
+    pub fn offset(&self) -> u64 {
+        match self {
+            StreamError::Framing { offset, .. }
+            | StreamError::TooLarge { offset, .. }
+            | StreamError::Malformed { offset, .. }
+            | StreamError::Provider { offset, .. }
+            | StreamError::Truncated { offset, .. } => *offset,
+        }
+    }
+}
+
+/// What a streamed record says, assembled from its deltas.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Content {
+    /// Output text.
+    Text {
+        /// The text so far.
+        text: String,
+    },
+    /// Thinking or reasoning: Anthropic `thinking` / `redacted_thinking`, a Responses
+    /// `reasoning` item (its summary text), Chat `reasoning` deltas, Gemini thought
+    /// parts.
+    Thinking {
+        /// The thinking (or summary) text.
+        text: String,
+        /// The signature that must go back with it: Anthropic `signature`, the opaque
+        /// `data` of redacted thinking, Responses `encrypted_content`, a Gemini
+        /// `thoughtSignature`.
+        signature: Option<String>,
+        /// Anthropic `redacted_thinking`.
+        redacted: bool,
+    },
+    /// A tool call: a `tool_use` record.
+    Call {
+        /// Its id (Gemini calls without one get `NAME#R.K`: response `R` of the
+        /// stream, record `K` of the response).
+        id: CallId,
+        /// The tool's name.
+        name: String,
+        /// The arguments' JSON text as streamed so far (Gemini `partialArgs` are
+        /// assembled into one object).
+        arguments: String,
+        /// A call the provider runs itself (Anthropic `server_tool_use`), answered by
+        /// a [`ServerResult`](Content::ServerResult) in the same stream.
+        server: bool,
+        /// A Gemini `thoughtSignature` carried by the call's part.
+        signature: Option<String>,
+        /// The response ended by a length limit (`max_tokens`, `length`,
+        /// `max_output_tokens`, `MAX_TOKENS`) while the arguments streamed: they are
+        /// cut off.
+        truncated: bool,
+    },
+    /// The result of a server call, streamed by the provider (Anthropic
+    /// `*_tool_result` blocks): a `tool_result` record.
+    ServerResult {
+        /// The call it answers.
+        id: CallId,
+        /// The block's type (`bash_code_execution_tool_result`, ...).
+        kind: String,
+        /// Its content's JSON text.
+        content: String,
+    },
+    /// Any other block or item (Responses `web_search_call`, `tool_search_call`, ...),
+    /// by its type.
+    Other {
+        /// The block's or item's type.
+        kind: String,
+    },
+}
+
+impl Content {
+    /// The record kind's name this content is tracked as: `tool_use`, `tool_result` or
+    /// `assistant`. **O(1)**.
+    pub fn record_kind(&self) -> &'static str {
+        match self {
+            Content::Call { .. } => "tool_use",
+            Content::ServerResult { .. } => "tool_result",
+            _ => "assistant",
+        }
+    }
+
+    /// The call id of a call or server result. **O(1)**.
+    pub fn call_id(&self) -> Option<&CallId> {
+        match self {
+            Content::Call { id, .. } | Content::ServerResult { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The payload a [`compact::Log`](crate::compact::Log) keeps for the record: a
+    /// call's name and arguments, a server result's status and content; nothing for
+    /// text and thinking. **O(len)** (the text is copied).
+    pub fn payload(&self) -> Payload {
+        match self {
+            Content::Call {
+                name, arguments, ..
+            } => Payload::Call {
+                name: Some(name.clone()),
+                arguments: Some(arguments.clone()),
+            },
+            Content::ServerResult { content, .. } => {
+                #[derive(serde::Deserialize)]
+                struct Typed<'a> {
+                    #[serde(rename = "type", borrow, default)]
+                    kind: Option<std::borrow::Cow<'a, str>>,
+                }
+                let failed = serde_json::from_str::<Typed<'_>>(content)
+                    .ok()
+                    .and_then(|t| t.kind)
+                    .is_some_and(|k| k.ends_with("error"));
+                Payload::Result {
+                    status: Some(if failed {
+                        ResultStatus::Error
+                    } else {
+                        ResultStatus::Ok
+                    }),
+                    content: Some(content.clone()),
+                }
+            }
+            _ => Payload::None,
+        }
+    }
+}
+
+/// The provider's usage report for a response, as far as it gives each number.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Tokens of the request (Anthropic `input_tokens`, OpenAI `prompt_tokens` /
+    /// `input_tokens`, Gemini `promptTokenCount`).
+    pub input_tokens: Option<u64>,
+    /// Tokens of the response, reasoning included (Anthropic `output_tokens`, OpenAI
+    /// `completion_tokens` / `output_tokens`, Gemini `candidatesTokenCount` plus
+    /// `thoughtsTokenCount`).
+    pub output_tokens: Option<u64>,
+    /// Of the output, reasoning or thinking tokens, when reported.
+    pub reasoning_tokens: Option<u64>,
+    /// Of the input, tokens read from the provider's cache, when reported.
+    pub cached_tokens: Option<u64>,
+}
+
+/// How a response ended.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Ending {
+    /// The stop or finish reason as the provider spelled it (`tool_use`, `end_turn`,
+    /// `tool_calls`, `length`, `completed`, `STOP`, ...), when it gave one.
+    pub stop_reason: Option<String>,
+    /// Whether the provider said the response ended. `false`: the input ended first
+    /// (an interrupted stream).
+    pub complete: bool,
+    /// The record left open: a call whose arguments were cut off (by a length limit,
+    /// then flagged [`truncated`](Content::Call::truncated), or by the input's end),
+    /// or any record when the input ended inside it. Its content as far as it came.
+    /// No cut after it is legal until it is closed ([`Feed::abort_open`]).
+    pub left_open: Option<Content>,
+}
+
+/// What a decoded item says beyond its event.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Detail {
+    /// Nothing more (a delta).
+    None,
+    /// With [`Event::Opened`]: what the record is, so far (a call's id and name).
+    Opened(Content),
+    /// With [`Event::Closed`]: the record's complete content.
+    Closed(Content),
+    /// The provider's usage. With [`Event::UsageReported`] (the response's last
+    /// record takes the output tokens not already counted in the response's earlier
+    /// records); without an event when the response has no record.
+    Usage(Usage),
+    /// The response ended. With [`Event::TurnEnded`] when it completed with no record
+    /// left open; without an event otherwise.
+    Ended(Ending),
+}
+
+/// One decoded item: the event for the tracker (if any) and what it says.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Decoded {
+    /// The event to hand the tracker ([`Feed::feed`] does).
+    pub event: Option<Event>,
+    /// What the item says.
+    pub detail: Detail,
+}
+
+/// The per-provider state machine behind a [`Decoder`].
+enum State {
+    Anthropic(anthropic::State),
+    Chat(openai_chat::State),
+    Responses(openai_responses::State),
+    Gemini(gemini::State),
+}
+
+/// A sans-IO decoder of one provider stream: [`push`](Decoder::push) bytes as they
+/// arrive, in any split, and pull [`Decoded`] items with [`next`](Decoder::next)
+/// until it answers `Ok(None)`; at the end of input call
+/// [`finish`](Decoder::finish) and pull the rest. The items are the same whatever
+/// the chunk split.
+///
+/// Memory: the bytes of the event being read (at most [`Caps::max_event_bytes`]), the
+/// content of the open record (at most [`Caps::max_record_bytes`]; OpenAI Chat calls
+/// waiting behind it, at most [`Caps::max_calls`]), and the items not pulled yet.
+pub struct Decoder {
+    format: StreamFormat,
+    frames: Frames,
+    state: State,
+    out: Emitter,
+    /// An error found while items were still queued: returned after them.
+    error: Option<StreamError>,
+    failed: bool,
+    finalized: bool,
+}
+
+impl fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoder")
+            .field("format", &self.format)
+            .field("offset", &self.frames.offset())
+            .field("events", &self.frames.frames())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Decoder {
+    /// A decoder for `format`, counting tokens with [`ByteEstimate`] under the default
+    /// [`Caps`]. **O(1)**.
+    pub fn new(format: StreamFormat) -> Self {
+        let caps = Caps::default();
+        Decoder {
+            format,
+            frames: Frames::new(caps.max_event_bytes),
+            state: match format {
+                StreamFormat::AnthropicSse => State::Anthropic(anthropic::State::default()),
+                StreamFormat::OpenAiChatStream => State::Chat(openai_chat::State::default()),
+                StreamFormat::OpenAiResponsesStream => {
+                    State::Responses(openai_responses::State::default())
+                }
+                StreamFormat::GeminiStream => State::Gemini(gemini::State::default()),
+            },
+            out: Emitter::new(Box::new(ByteEstimate), caps),
+            error: None,
+            failed: false,
+            finalized: false,
+        }
+    }
+
+    /// The same decoder counting tokens with `counter`. Call before pushing bytes.
+    /// **O(1)**.
+    #[must_use]
+    pub fn with_counter(mut self, counter: impl TokenCounter + Send + Sync + 'static) -> Self {
+        self.out.set_counter(Box::new(counter));
+        self
+    }
+
+    /// The same decoder under `caps`. Call before pushing bytes. **O(1)**.
+    #[must_use]
+    pub fn with_caps(mut self, caps: Caps) -> Self {
+        self.frames = Frames::new(caps.max_event_bytes);
+        self.out.set_caps(caps);
+        self
+    }
+
+    /// The format it decodes. **O(1)**.
+    pub fn format(&self) -> StreamFormat {
+        self.format
+    }
+
+    /// Takes the next bytes of the stream. Bytes pushed after [`finish`](Decoder::finish)
+    /// or an error are ignored. **O(len)** plus the unconsumed bytes of the event
+    /// being read (moved to the buffer's front); pull items after each push.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if !self.failed {
+            self.frames.push(bytes);
+        }
+    }
+
+    /// Marks the end of input: a last event without its final blank line is complete,
+    /// and a response still in progress ends as interrupted ([`Ending::complete`]
+    /// `false`). **O(1)**.
+    pub fn finish(&mut self) {
+        self.frames.finish();
+    }
+
+    /// The next decoded item; `Ok(None)` when more bytes are needed (or, after
+    /// [`finish`](Decoder::finish), when the stream is done). **O(bytes of the events
+    /// it reads)**: each byte is framed once and each event parsed once.
+    ///
+    /// # Errors
+    /// A [`StreamError`] naming the event and byte offset; items decoded before it
+    /// come first. After an error, `Ok(None)` for ever.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a fallible pull with `Ok(None)` for \"push more\", as tokio-util's codecs"
+    )]
+    pub fn next(&mut self) -> Result<Option<Decoded>, StreamError> {
+        loop {
+            if let Some(item) = self.out.pop() {
+                return Ok(Some(item));
+            }
+            if let Some(e) = self.error.take() {
+                self.failed = true;
+                return Err(e);
+            }
+            if self.failed || self.finalized {
+                return Ok(None);
+            }
+            let read = match self.frames.next() {
+                Err(e) => Err(e),
+                Ok(None) => Ok(None),
+                Ok(Some(frame)) => Ok(Some(match &mut self.state {
+                    State::Anthropic(s) => s.frame(&frame, &mut self.out),
+                    State::Chat(s) => s.frame(&frame, &mut self.out),
+                    State::Responses(s) => s.frame(&frame, &mut self.out),
+                    State::Gemini(s) => s.frame(&frame, &mut self.out),
+                })),
+            };
+            if let State::Gemini(s) = &mut self.state {
+                if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_))) | Err(_)) {
+                    // The array's `]`: the response is complete.
+                    s.end_of_array(&mut self.out);
+                }
+            }
+            let result = match read {
+                Err(e) => Err(e),
+                Ok(Some(handled)) => handled,
+                Ok(None) if self.frames.at_eof() => {
+                    self.finalized = true;
+                    let at = (self.frames.frames() + 1, self.frames.offset());
+                    match &mut self.state {
+                        State::Anthropic(s) => s.finish(&mut self.out),
+                        State::Chat(s) => s.finish(&mut self.out),
+                        State::Responses(s) => s.finish(&mut self.out),
+                        State::Gemini(s) => s.finish(&mut self.out),
+                    }
+                    .map_err(|mut e| {
+                        if let StreamError::Malformed { event, offset, .. } = &mut e {
+                            (*event, *offset) = at;
+                        }
+                        e
+                    })
+                }
+                Ok(None) if self.out.is_empty() => return Ok(None),
+                Ok(None) => Ok(()),
+            };
+            if let Err(e) = result {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// The open record's content as far as it came (a call cut off, when the stream
+    /// failed inside it). **O(1)**.
+    pub fn open_content(&self) -> Option<&Content> {
+        self.out.open_content()
+    }
+
+    /// Bytes of the stream consumed so far. **O(1)**.
+    pub fn offset(&self) -> u64 {
+        self.frames.offset()
+    }
+
+    /// Provider events (frames) read so far. **O(1)**.
+    pub fn events(&self) -> u64 {
+        self.frames.frames()
+    }
+
+    /// Bytes the decoder holds in its input buffer now (at most one event's worth
+    /// beyond the last push once the items are pulled). **O(1)**.
+    pub fn buffered(&self) -> usize {
+        self.frames.held()
+    }
+}
+
+/// Decodes a whole stream held in memory: every item, and the error that stopped it,
+/// if any. **O(len)**.
+pub fn decode_all(format: StreamFormat, bytes: &[u8]) -> (Vec<Decoded>, Option<StreamError>) {
+    let mut decoder = Decoder::new(format);
+    decoder.push(bytes);
+    decoder.finish();
+    let mut items = Vec::new();
+    loop {
+        match decoder.next() {
+            Ok(Some(item)) => items.push(item),
+            Ok(None) => return (items, None),
+            Err(e) => return (items, Some(e)),
+        }
+    }
+}
+
+/// Where a provider handler stands: the frame it reads, for its errors.
+#[derive(Clone, Copy)]
+pub(crate) struct At {
+    pub(crate) event: u64,
+    pub(crate) offset: u64,
+}
+
+impl At {
+    pub(crate) fn of(frame: &frames::Frame<'_>) -> At {
+        At {
+            event: frame.number,
+            offset: frame.offset,
+        }
+    }
+
+    /// A [`StreamError::Malformed`] here.
+    pub(crate) fn malformed(self, message: impl Into<String>) -> StreamError {
+        StreamError::Malformed {
+            event: self.event,
+            offset: self.offset,
+            message: message.into(),
+        }
+    }
+
+    /// A [`StreamError::Provider`] here.
+    pub(crate) fn provider(
+        self,
+        kind: impl Into<String>,
+        message: impl Into<String>,
+    ) -> StreamError {
+        StreamError::Provider {
+            event: self.event,
+            offset: self.offset,
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A [`StreamError::Malformed`] for a JSON parse error here.
+    pub(crate) fn json(self, e: &serde_json::Error) -> StreamError {
+        self.malformed(format!(
+            "not a valid event: {}",
+            crate::format::json_doc::describe(e)
+        ))
+    }
+}

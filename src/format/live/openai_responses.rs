@@ -1,0 +1,317 @@
+//! OpenAI Responses streaming: `response.created`, `response.output_item.added` /
+//! `done`, text, argument and reasoning deltas, `response.completed` / `incomplete` /
+//! `failed`, `error`; several responses back to back (an agent loop's recording).
+//!
+//! Each output item is one record, as the Responses reader makes one message of each
+//! input item: `function_call` (and the other call items paired by `call_id`) a
+//! `tool_use` record, `reasoning` and `message` assistant records, any other item
+//! (`web_search_call`, `tool_search_call`, ...) a plain assistant record. The item
+//! after a `reasoning` item is bound to it (the API refuses one without the other).
+//! The final `arguments` of `function_call_arguments.done` / `output_item.done` are
+//! kept. The response's `output_tokens` replaces the estimate at its end.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::emit::{Emitter, Piece};
+use super::frames::Frame;
+use super::{At, Content, StreamError, Usage};
+use crate::CallId;
+use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
+use crate::format::openai_responses::PAIRED_CALLS;
+
+#[derive(Deserialize)]
+struct Ev<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: JsonStr<'a>,
+    #[serde(borrow, default)]
+    item: Option<Item<'a>>,
+    #[serde(borrow, default)]
+    item_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    arguments: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    response: Option<Response<'a>>,
+    #[serde(borrow, default)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    call_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    encrypted_content: Option<JsonStr<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(default)]
+    usage: Option<RawUsage>,
+    #[serde(borrow, default)]
+    error: Option<ErrorBody<'a>>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<Incomplete<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Incomplete<'a> {
+    #[serde(borrow, default)]
+    reason: Option<JsonStr<'a>>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct RawUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<JsonStr<'a>>,
+}
+
+/// The response being read.
+#[derive(Default)]
+pub(crate) struct State {
+    in_response: bool,
+    /// The open item's id, to match deltas to it.
+    open_item: Option<String>,
+    /// The last item opened was a `reasoning` item: the next one binds to it.
+    after_reasoning: bool,
+}
+
+impl State {
+    pub(crate) fn frame(
+        &mut self,
+        frame: &Frame<'_>,
+        out: &mut Emitter,
+    ) -> Result<(), StreamError> {
+        let at = At::of(frame);
+        let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
+        let kind = ev.kind.as_str();
+        match kind {
+            "response.created" => self.start(out),
+            "response.output_item.added" => {
+                if !self.in_response {
+                    self.start(out);
+                }
+                let item = ev
+                    .item
+                    .ok_or_else(|| at.malformed("output_item.added without an item"))?;
+                out.close();
+                self.open(at, out, &item)?;
+            }
+            "response.output_text.delta"
+            | "response.refusal.delta"
+            | "response.function_call_arguments.delta"
+            | "response.custom_tool_call_input.delta"
+            | "response.reasoning_summary_text.delta"
+            | "response.reasoning_text.delta" => {
+                self.check_item(at, opt_str(&ev.item_id))?;
+                if let Some(delta) = opt_str(&ev.delta) {
+                    out.piece(at, Piece::Text, delta)?;
+                }
+            }
+            "response.function_call_arguments.done" => {
+                self.check_item(at, opt_str(&ev.item_id))?;
+                if let Some(arguments) = opt_str(&ev.arguments) {
+                    out.final_arguments(at, arguments)?;
+                }
+            }
+            "response.output_item.done" => {
+                let item = ev
+                    .item
+                    .ok_or_else(|| at.malformed("output_item.done without an item"))?;
+                self.check_item(at, opt_str(&item.id))?;
+                if self.open_item.is_none() {
+                    // An item announced whole: open it now.
+                    self.open(at, out, &item)?;
+                }
+                match opt_str(&item.kind) {
+                    Some(k) if PAIRED_CALLS.contains(&k) => {
+                        if let Some(args) = item.arguments.or(item.input) {
+                            out.final_arguments(at, &string_or_json(Some(args)))?;
+                        }
+                    }
+                    Some("reasoning") => {
+                        if let (Some(sig), Some(Content::Thinking { signature, .. })) =
+                            (opt_str(&item.encrypted_content), out.open_content_mut())
+                        {
+                            *signature = Some(sig.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+                out.close();
+                self.open_item = None;
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = ev.response;
+                if let Some(u) = response.as_ref().and_then(|r| r.usage) {
+                    out.usage(Usage {
+                        input_tokens: u.input_tokens,
+                        output_tokens: u.output_tokens,
+                        reasoning_tokens: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
+                        cached_tokens: u.input_tokens_details.and_then(|d| d.cached_tokens),
+                    });
+                }
+                let reason = response
+                    .as_ref()
+                    .and_then(|r| r.incomplete_details.as_ref())
+                    .and_then(|d| opt_str(&d.reason))
+                    .map(str::to_owned);
+                let length = reason.as_deref() == Some("max_output_tokens");
+                let stop = reason.or_else(|| Some(kind.trim_start_matches("response.").to_owned()));
+                out.end(stop, true, length);
+                self.in_response = false;
+                self.open_item = None;
+            }
+            "response.failed" => {
+                let error = ev.response.as_ref().and_then(|r| r.error.as_ref());
+                let (k, m) = describe(error);
+                return Err(at.provider(k.unwrap_or_else(|| "failed".to_owned()), m));
+            }
+            "error" => {
+                let (k, m) = match &ev.error {
+                    Some(e) => describe(Some(e)),
+                    None => (
+                        ev.code.map(|c| c.get().trim_matches('"').to_owned()),
+                        opt_str(&ev.message).unwrap_or_default().to_owned(),
+                    ),
+                };
+                return Err(at.provider(k.unwrap_or_else(|| "error".to_owned()), m));
+            }
+            // response.in_progress, content parts, summary parts, `.done` texts,
+            // server-tool progress events, and event types added later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, out: &mut Emitter) {
+        out.start_response();
+        *self = State {
+            in_response: true,
+            ..State::default()
+        };
+    }
+
+    /// A delta names the open item (when it names one).
+    fn check_item(&self, at: At, item_id: Option<&str>) -> Result<(), StreamError> {
+        match (item_id, &self.open_item) {
+            (Some(id), Some(open)) if id != open => Err(at.malformed(format!(
+                "an event for item {id:?} while item {open:?} is open"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens the record of an output item.
+    fn open(&mut self, at: At, out: &mut Emitter, item: &Item<'_>) -> Result<(), StreamError> {
+        let kind = opt_str(&item.kind).unwrap_or("message");
+        let bound = self.after_reasoning;
+        self.after_reasoning = kind == "reasoning";
+        self.open_item = Some(opt_str(&item.id).unwrap_or_default().to_owned());
+        let content = if PAIRED_CALLS.contains(&kind) {
+            let id = opt_str(&item.call_id)
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| at.malformed(format!("{kind} item without a call_id")))?;
+            let name = opt_str(&item.name).unwrap_or(kind).to_owned();
+            let tokens = out.count(&name);
+            let content = Content::Call {
+                id: CallId::from(id),
+                name,
+                arguments: String::new(),
+                server: false,
+                signature: None,
+                truncated: false,
+            };
+            out.open(at, content, bound, tokens)?;
+            let initial = item
+                .arguments
+                .or(item.input)
+                .map(|a| string_or_json(Some(a)));
+            if let Some(initial) = initial.filter(|a| !a.is_empty()) {
+                out.piece(at, Piece::Text, &initial)?;
+            }
+            return Ok(());
+        } else if kind == "reasoning" {
+            Content::Thinking {
+                text: String::new(),
+                signature: opt_str(&item.encrypted_content).map(str::to_owned),
+                redacted: false,
+            }
+        } else if kind == "message" {
+            Content::Text {
+                text: String::new(),
+            }
+        } else {
+            Content::Other {
+                kind: kind.to_owned(),
+            }
+        };
+        out.open(at, content, bound, 0)
+    }
+
+    /// The end of input: a response still streaming is interrupted.
+    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if self.in_response {
+            out.end(None, false, false);
+            self.in_response = false;
+        }
+        Ok(())
+    }
+}
+
+/// An error body's kind (type or code) and message.
+fn describe(error: Option<&ErrorBody<'_>>) -> (Option<String>, String) {
+    match error {
+        Some(e) => (
+            opt_str(&e.kind)
+                .map(str::to_owned)
+                .or_else(|| e.code.map(|c| c.get().trim_matches('"').to_owned())),
+            opt_str(&e.message).unwrap_or_default().to_owned(),
+        ),
+        None => (None, String::new()),
+    }
+}
