@@ -994,6 +994,27 @@ fn malformed_events_name_the_event_and_byte() {
     );
 }
 
+/// Found by the `stream_decoders` fuzz target: a Gemini array's `]` followed by stray
+/// bytes in the same chunk must end the response just as when the `]` ends a chunk.
+#[test]
+fn bytes_after_a_gemini_array_error_after_the_ending_in_any_split() {
+    let text = b"[ {}]{";
+    let whole = decode_all(StreamFormat::GeminiStream, text);
+    assert!(
+        matches!(whole.0.as_slice(), [d] if matches!(d.detail, Detail::Ended(_))),
+        "{whole:?}"
+    );
+    let err = whole.1.clone().expect("trailing bytes are an error");
+    assert_eq!((err.event(), err.offset()), (2, 5), "{err}");
+    for cut in 0..=text.len() {
+        assert_eq!(
+            decode_split(StreamFormat::GeminiStream, text, &[cut]),
+            whole,
+            "cut at {cut}"
+        );
+    }
+}
+
 #[test]
 fn caps_stop_hostile_streams_instead_of_buffering() {
     let mut caps = Caps::default();

@@ -552,8 +552,10 @@ impl Decoder {
                 })),
             };
             if let State::Gemini(s) = &mut self.state {
-                if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_))) | Err(_)) {
-                    // The array's `]`: the response is complete.
+                if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
+                    // The array's `]`: the response is complete, whether or not bytes
+                    // after it (an error of their own) came in the same chunk, so a
+                    // split never changes what is decoded.
                     s.end_of_array(&mut self.out);
                 }
             }
