@@ -60,7 +60,7 @@ struct Response<'a> {
 const NO_ID: char = '\0';
 
 /// Parses one Gemini content. **O(len)**.
-pub(crate) fn content(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let content: Content<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let role = match content.role.as_deref() {
         Some("user") | None => Role::User,
@@ -92,10 +92,10 @@ pub(crate) fn content(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
             (None, None) if part.thought == Some(true) => Block::Reasoning,
             (None, None) => Block::Text,
         };
-        blocks.push((block, tokens));
+        blocks.push((block, tokens, raw.get()));
     }
     if blocks.is_empty() {
-        blocks.push((Block::Text, counter.count(text)));
+        blocks.push((Block::Text, counter.count(text), text));
     }
     Ok(Parsed { role, blocks })
 }

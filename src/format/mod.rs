@@ -27,6 +27,7 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
 mod anthropic;
@@ -166,6 +167,38 @@ pub enum Block {
         /// ([`compact::first_line`](crate::compact::first_line)); empty if it has none.
         first_line: String,
     },
+    /// An earlier compaction's summary, in a user message: cutpoint's own (its text
+    /// holds the ledger [`SummaryParts::text`](crate::compact::SummaryParts::text)
+    /// writes, read back into parts) or a runtime's (Claude Code's `isCompactSummary`
+    /// record: all prose). It covers the calls its units list; a later compaction
+    /// folds it into the new summary.
+    Summary(SummaryParts),
+}
+
+impl Block {
+    /// A runtime's own summary: `text` as prose, no units. **O(len)**.
+    pub(crate) fn summary_of(text: &str) -> Block {
+        Block::Summary(SummaryParts::new(text.to_owned(), Vec::new(), Vec::new()))
+    }
+}
+
+/// The earlier summary a user message's text holds, if it holds cutpoint's ledger.
+/// **O(len)**.
+pub(crate) fn summary_in_text(text: &str) -> Option<Block> {
+    if !text.contains(LEDGER_HEADING) {
+        return None;
+    }
+    SummaryParts::parse(text).map(Block::Summary)
+}
+
+/// [`summary_in_text`] for the JSON of a user message's content or text (a string,
+/// or an array of blocks or parts with `text`): only a JSON text that holds the
+/// ledger heading (which needs no escaping) is read as text. **O(len)**.
+pub(crate) fn summary_in(raw: &str) -> Option<Block> {
+    if !raw.contains(LEDGER_HEADING) {
+        return None;
+    }
+    summary_in_text(&json_doc::text_of(raw))
 }
 
 /// One message of a transcript.
@@ -181,6 +214,11 @@ pub struct Message {
     pub spans: Vec<Range<usize>>,
     /// Its blocks, in order, with their token estimates. Never empty.
     pub blocks: Vec<(Block, u64)>,
+    /// The 1-based line of the input where each block's JSON starts, one per block
+    /// (`block_lines[k]` for `blocks[k]`): the line of the record holding it in JSONL
+    /// (a rebuilt Claude Code message spans several records), of the block itself in a
+    /// JSON document. Violations name it ([`Message::block_line`]).
+    pub block_lines: Vec<usize>,
     /// Whether a provider binds this message to the one before it (no cut between).
     pub bound: bool,
     /// Whether it is the first message after a compaction boundary of the file
@@ -189,9 +227,9 @@ pub struct Message {
 }
 
 impl Message {
-    /// A message read from one span of the input (one JSON value or line), not bound
-    /// to the one before it and not starting a history. **O(1)**.
-    pub(crate) fn from_span(
+    /// A message read from one line of JSONL, every block on that line, not bound to
+    /// the one before it and not starting a history. **O(blocks)**.
+    pub(crate) fn from_line(
         role: Role,
         line: usize,
         span: Range<usize>,
@@ -201,10 +239,23 @@ impl Message {
             role,
             line,
             spans: vec![span],
+            block_lines: vec![line; blocks.len()],
             blocks,
             bound: false,
             starts_history: false,
         }
+    }
+
+    /// The 1-based line where block `k` starts (the message's line when `k` is out of
+    /// range). **O(1)**.
+    pub fn block_line(&self, k: usize) -> usize {
+        self.block_lines.get(k).copied().unwrap_or(self.line)
+    }
+
+    /// Appends a block read on `line`. **O(1)** amortized.
+    pub(crate) fn push_block(&mut self, block: Block, tokens: u64, line: usize) {
+        self.blocks.push((block, tokens));
+        self.block_lines.push(line);
     }
 
     /// The message's tool calls: `(block index, id, name)`. **O(blocks)**.
@@ -229,10 +280,12 @@ impl Message {
             })
     }
 
-    /// Whether the message holds something other than calls, results and reasoning:
-    /// a sign the conversation moved on. **O(blocks)**.
+    /// Whether the message holds something other than calls, results and reasoning
+    /// (text, or an earlier summary): a sign the conversation moved on. **O(blocks)**.
     pub fn has_text(&self) -> bool {
-        self.blocks.iter().any(|(b, _)| matches!(b, Block::Text))
+        self.blocks
+            .iter()
+            .any(|(b, _)| matches!(b, Block::Text | Block::Summary(_)))
     }
 
     /// Tokens of all its blocks. **O(blocks)**.
@@ -307,10 +360,12 @@ pub fn read(
         | Format::Gemini => {
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
+            // One pass for every line number: the document's lines are indexed once.
+            let lines = json_doc::LineIndex::new(text);
             let mut messages = Vec::with_capacity(doc.elements.len());
             for (index, raw) in doc.elements.iter().enumerate() {
                 let span = json_doc::span_of(text, raw);
-                let line = json_doc::line_at(text, span.start);
+                let line = lines.line(span.start);
                 let parsed = match format {
                     Format::AnthropicMessages => anthropic::message(raw.get(), counter),
                     Format::OpenAiChat => openai_chat::message(raw.get(), counter),
@@ -321,7 +376,7 @@ pub fn read(
                     line,
                     message: format!("message {index}: {m}"),
                 })?;
-                messages.push(Message::from_span(parsed.role, line, span, parsed.blocks));
+                messages.push(parsed.into_message(text, &lines, span));
             }
             (messages, Some(doc.array_span))
         }
@@ -336,10 +391,34 @@ pub fn read(
     Ok(transcript)
 }
 
-/// What a per-element parser returns: a role and blocks (never empty).
-pub(crate) struct Parsed {
+/// What a per-element parser returns: a role and blocks (never empty), each with
+/// the text its JSON was read from (a slice of the input, or the element itself for
+/// a block that is the whole element), so that a JSON document's reader can name the
+/// line of every block.
+pub(crate) struct Parsed<'a> {
     pub(crate) role: Role,
-    pub(crate) blocks: Vec<(Block, u64)>,
+    pub(crate) blocks: Vec<(Block, u64, &'a str)>,
+}
+
+impl Parsed<'_> {
+    /// The message of a JSON document's element at `span` of `text`: each block's
+    /// line is where its JSON starts (the element's start for a block that is not a
+    /// slice of `text`). **O(blocks log lines)**.
+    fn into_message(self, text: &str, lines: &json_doc::LineIndex, span: Range<usize>) -> Message {
+        let line = lines.line(span.start);
+        let mut message = Message::from_line(self.role, line, span, Vec::new());
+        for (block, tokens, at) in self.blocks {
+            let block_line = json_doc::offset_in(text, at).map_or(line, |o| lines.line(o));
+            message.push_block(block, tokens, block_line);
+        }
+        message
+    }
+
+    /// The blocks without their texts (JSONL: every block is on the record's line).
+    /// **O(blocks)**.
+    pub(crate) fn into_blocks(self) -> Vec<(Block, u64)> {
+        self.blocks.into_iter().map(|(b, t, _)| (b, t)).collect()
+    }
 }
 
 impl Transcript {

@@ -43,7 +43,7 @@ const PAIRED_CALLS: [&str; 5] = [
 ];
 
 /// Parses one Responses input item. **O(len)**.
-pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let tokens = counter.count(text);
     let kind = opt_str(&item.kind).unwrap_or("message");
@@ -87,6 +87,6 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
     };
     Ok(Parsed {
         role,
-        blocks: vec![(block, tokens)],
+        blocks: vec![(block, tokens, text)],
     })
 }

@@ -420,7 +420,9 @@ fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history()
     // Cuts only in the live history: before the summary, the call, after the pair.
     assert_eq!(cuts(&t), [4, 5, 7, 8]);
     assert!(violations(&t).is_empty());
-    // Drop toolu_b's result: the call is left unanswered while the log moved on.
+    // Drop toolu_b's result: the call is left unanswered while the log moved on, in
+    // a history the compact_boundary replaced: reported, without the provider's error
+    // (the provider no longer receives that history), on the line of its record.
     let broken: String = CLAUDE_CODE
         .lines()
         .filter(|l| !l.contains(r#""uuid":"r2""#))
@@ -429,11 +431,32 @@ fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history()
     let t = read(&broken, Format::ClaudeCode);
     assert_eq!(
         violations(&t),
+        [(Rule::CallOpenAtCompaction, "toolu_b".into(), false, 1)]
+    );
+    let v = &format::rules::check_messages(t.format, &t.messages)[0];
+    assert_eq!(
+        v.line, 7,
+        "the line of toolu_b's record, not of the message's first"
+    );
+    assert!(
+        v.text.contains("the provider no longer receives it"),
+        "{}",
+        v.text
+    );
+    assert!(!v.text.contains("tool_use` ids were found"), "{}", v.text);
+    // The same defect after the boundary is the provider's error.
+    let broken = CLAUDE_CODE.replace(
+        "{\"type\":\"user\",\"uuid\":\"r3\"",
+        "{\"type\":\"user\",\"uuid\":\"r3x\",\"message\":{\"role\":\"user\",\"content\":\"no result\"}}\n{\"type\":\"ignored\",\"uuid\":\"r3\"",
+    );
+    let t = read(&broken, Format::ClaudeCode);
+    assert_eq!(
+        violations(&t),
         [(
             Rule::AnthropicToolUseWithoutResult,
-            "toolu_b".into(),
+            "toolu_c".into(),
             false,
-            1
+            5
         )]
     );
 }
@@ -465,10 +488,18 @@ fn codex_compacted_line_replaces_history_and_web_search_needs_no_output() {
     assert_eq!(t.messages[2].line, 4);
     // The reasoning item stays with its call; the two calls are open until line 10.
     assert_eq!(cuts(&t), [2, 3, 8, 9, 10]);
-    // call_old was open when the history was replaced: left behind, not pending.
+    // call_old was in flight when the history was replaced: reported, not pending,
+    // and not as the provider's error (the provider no longer receives it).
     assert_eq!(
         violations(&t),
-        [(Rule::ResponsesNoOutput, "call_old".into(), false, 1)]
+        [(Rule::CallOpenAtCompaction, "call_old".into(), false, 1)]
+    );
+    let v = &format::rules::check_messages(t.format, &t.messages)[0];
+    assert!(v.text.contains("still in flight"), "{}", v.text);
+    assert!(
+        v.text.contains("new history starts at line 4"),
+        "{}",
+        v.text
     );
     let ledger = compact::ledger(&t, 4..8);
     let lines: Vec<(String, String, Option<String>)> = ledger

@@ -35,7 +35,7 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
         };
         messages.push(Message {
             bound,
-            ..Message::from_span(role, line, span, vec![(block, tokens)])
+            ..Message::from_line(role, line, span, vec![(block, tokens)])
         });
     }
     Ok(messages)

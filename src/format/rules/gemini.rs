@@ -14,10 +14,13 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     };
     if is_call_turn(seg.start) {
         let first = &seg.messages[seg.start];
-        let id = first.calls().next().map(|(_, id, _)| id);
+        let (k, id) = first
+            .calls()
+            .next()
+            .map_or((0, None), |(k, id, _)| (k, Some(id)));
         out.push(seg.violation(
             Rule::GeminiCallTurnFirst,
-            seg.start,
+            (seg.start, k),
             id,
             false,
             "Please ensure that function call turn comes immediately after a user turn or after a function response turn.".to_owned(),
@@ -25,14 +28,14 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     }
     for i in seg.indices() {
         let m = &seg.messages[i];
-        let results: Vec<&CallId> = m.results().map(|(_, id)| id).collect();
+        let results: Vec<(usize, &CallId)> = m.results().collect();
         if is_call_turn(i) {
             let next: HashSet<&CallId> = seg
                 .get(i + 1)
                 .map(|n| n.results().map(|(_, id)| id).collect())
                 .unwrap_or_default();
             let calls = m.calls().count();
-            for (_, id, _) in m.calls() {
+            for (k, id, _) in m.calls() {
                 if next.contains(id) {
                     continue;
                 }
@@ -51,7 +54,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                         ),
                     )
                 };
-                out.push(seg.violation(rule, i, Some(id), pending, text));
+                out.push(seg.violation(rule, (i, k), Some(id), pending, text));
             }
         }
         if results.is_empty() {
@@ -62,7 +65,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             .filter(|&p| is_call_turn(p))
             .map(|p| seg.messages[p].calls().map(|(_, id, _)| id).collect())
             .unwrap_or_default();
-        for id in results {
+        for (k, id) in results {
             if previous.contains(id) {
                 continue;
             }
@@ -73,7 +76,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             };
             out.push(seg.violation(
                 rule,
-                i,
+                (i, k),
                 Some(id),
                 false,
                 "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
