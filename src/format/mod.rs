@@ -17,6 +17,7 @@
 //! | [`Format::OpenAiChat`] | JSON array / `{"messages": [...]}` (also `history`) | OpenAI Chat Completions |
 //! | [`Format::OpenAiResponses`] | JSON array / `{"input": [...]}` | OpenAI Responses |
 //! | [`Format::Gemini`] | JSON array / `{"contents": [...]}` | Google Gemini |
+//! | [`Format::GeminiCli`] | Gemini CLI session `{"sessionId", "messages": [...]}` | Google Gemini |
 //! | [`Format::ClaudeCode`] | Claude Code session JSONL | Anthropic Messages |
 //! | [`Format::CodexRollout`] | Codex rollout JSONL | OpenAI Responses |
 //!
@@ -34,8 +35,10 @@ mod anthropic;
 mod build;
 mod claude_code;
 mod codex;
+mod defer;
 mod detect;
 mod gemini;
+mod gemini_cli;
 mod json_doc;
 mod openai_chat;
 mod openai_responses;
@@ -45,7 +48,8 @@ pub mod rules;
 mod tokens;
 mod usage;
 
-pub use detect::detect;
+pub use defer::{DeferReport, IndexSpace, NearCut};
+pub use detect::{detect, is_one_line_document};
 pub use rules::{Rule, RuleViolation, check_rules};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
@@ -70,11 +74,14 @@ pub enum Format {
     ClaudeCode,
     /// Codex rollout JSONL (`response_item` lines are the history).
     CodexRollout,
+    /// Gemini CLI session file (`{"sessionId", "messages": [{"type": "user" |
+    /// "gemini", "content", "toolCalls": [...]}]}`): each call with its result.
+    GeminiCli,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Records,
         Format::AnthropicMessages,
         Format::OpenAiChat,
@@ -82,6 +89,7 @@ impl Format {
         Format::Gemini,
         Format::ClaudeCode,
         Format::CodexRollout,
+        Format::GeminiCli,
     ];
 
     /// The name the CLI uses (`--format NAME`). **O(1)**.
@@ -94,6 +102,7 @@ impl Format {
             Format::Gemini => "gemini",
             Format::ClaudeCode => "claude-code",
             Format::CodexRollout => "codex",
+            Format::GeminiCli => "gemini-cli",
         }
     }
 
@@ -110,6 +119,7 @@ impl Format {
                 | Format::OpenAiChat
                 | Format::OpenAiResponses
                 | Format::Gemini
+                | Format::GeminiCli
         )
     }
 }
@@ -357,7 +367,8 @@ pub fn read(
         Format::AnthropicMessages
         | Format::OpenAiChat
         | Format::OpenAiResponses
-        | Format::Gemini => {
+        | Format::Gemini
+        | Format::GeminiCli => {
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
             // One pass for every line number: the document's lines are indexed once.
@@ -370,6 +381,7 @@ pub fn read(
                     Format::AnthropicMessages => anthropic::message(raw.get(), counter),
                     Format::OpenAiChat => openai_chat::message(raw.get(), counter),
                     Format::OpenAiResponses => openai_responses::item(raw.get(), counter),
+                    Format::GeminiCli => gemini_cli::message(raw.get(), index, counter),
                     _ => gemini::content(raw.get(), counter),
                 }
                 .map_err(|m| FormatError::Invalid {
@@ -471,6 +483,15 @@ impl Transcript {
             .legal_cuts()
             .map(|c| self.message_at(&owner, c))
             .collect())
+    }
+
+    /// Tokens of the live history (messages from
+    /// [`live_from`](Transcript::live_from)): what its [`tracker`](Transcript::tracker)
+    /// totals. **O(blocks)**.
+    pub fn live_tokens(&self) -> u64 {
+        self.messages[self.live_from()..]
+            .iter()
+            .fold(0u64, |a, m| a.saturating_add(m.tokens()))
     }
 
     /// Total tokens of all messages. **O(blocks)**.

@@ -344,9 +344,13 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
                     for m in &t.messages[cut..] {
                         assert!(out.contains(&text[m.spans[0].clone()]), "{f} cut {cut}");
                     }
-                    let ledger = compact::ledger(&t, 0..cut);
-                    let summary =
-                        cutpoint::compact::summary_text("Earlier: weather questions.", &ledger);
+                    let ledger = compact::ledger(&t, 0..cut).expect("a legal range");
+                    let summary = cutpoint::compact::SummaryParts::new(
+                        "Earlier: weather questions.".into(),
+                        ledger,
+                        Vec::new(),
+                    )
+                    .text();
                     assert!(
                         serde_json::to_string(&summary)
                             .is_ok_and(|s| out.contains(&s[1..s.len() - 1]))
@@ -361,7 +365,7 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
         compact::render(&t, short, 0, 2, "s"),
         Err(RewriteError::InputMismatch { .. })
     ));
-    let ledger = compact::ledger(&t, 0..5);
+    let ledger = compact::ledger(&t, 0..5).expect("a legal range");
     let summary = cutpoint::compact::summary_text("S.", &ledger);
     assert_eq!(
         summary,
@@ -501,7 +505,10 @@ fn codex_compacted_line_replaces_history_and_web_search_needs_no_output() {
         "{}",
         v.text
     );
-    let ledger = compact::ledger(&t, 4..8);
+    // Messages 3..8: the reasoning item, both calls and both outputs (4 is bound to
+    // the reasoning before it, so not a legal end).
+    assert!(compact::ledger(&t, 4..8).is_err());
+    let ledger = compact::ledger(&t, 3..8).expect("a legal range");
     let lines: Vec<(String, String, Option<String>)> = ledger
         .into_iter()
         .map(|e| {

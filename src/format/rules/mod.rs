@@ -11,6 +11,7 @@ use crate::CallId;
 
 mod anthropic;
 mod gemini;
+mod gemini_cli;
 mod openai_chat;
 mod openai_responses;
 mod records;
@@ -56,7 +57,7 @@ pub enum Rule {
     /// Pairing: a second result for one call id.
     DuplicateResult,
     /// Two calls share an id, so their results cannot be told apart. Checked for
-    /// every format but OpenAI Chat and Gemini, which pair a call with the turn right
+    /// every format but OpenAI Chat and Gemini (Gemini CLI too), which pair a call with the turn right
     /// after it and so allow an id to come back in a later turn.
     DuplicateCallId,
     /// A call never answered in a history that the runtime's own compaction (a Claude
@@ -172,6 +173,7 @@ pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation
                 openai_responses::check(&seg, &mut out)
             }
             Format::Gemini => gemini::check(&seg, &mut out),
+            Format::GeminiCli => gemini_cli::check(&seg, &mut out),
             Format::Records => records::check(&seg, &mut out),
         }
         if !seg.last {
@@ -179,7 +181,10 @@ pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation
                 replaced_history(&seg, v);
             }
         }
-        if !matches!(format, Format::OpenAiChat | Format::Gemini) {
+        if !matches!(
+            format,
+            Format::OpenAiChat | Format::Gemini | Format::GeminiCli
+        ) {
             duplicate_calls(&seg, &mut out);
         }
         start = end;
