@@ -110,17 +110,28 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                     (Record::tool_result(renamed_id, *tokens), payload)
                 }
                 Block::Summary(parts) => {
-                    // Ids the log already holds cannot be covered again; they stay in
-                    // the summary's text, not in its record.
-                    let units: Vec<Unit> = parts
-                        .units
-                        .iter()
-                        .filter(|u| !u.call_id.is_empty() && seen.insert(u.call_id.clone()))
-                        .cloned()
-                        .collect();
-                    for u in &units {
-                        *uses.entry(u.call_id.clone()).or_insert(0) += 1;
-                        current.insert(u.call_id.clone(), u.call_id.clone());
+                    // Its units count as calls: an id it covers again (a reused id, or
+                    // one the log already holds) is renamed as a reused call is.
+                    let mut units: Vec<Unit> = Vec::with_capacity(parts.units.len());
+                    for u in parts.units.iter().filter(|u| !u.call_id.is_empty()) {
+                        let n = uses.entry(u.call_id.clone()).or_insert(0);
+                        *n += 1;
+                        let id = if *n == 1 {
+                            u.call_id.clone()
+                        } else {
+                            CallId::from(format!("{}#{n}", u.call_id))
+                        };
+                        if !seen.insert(id.clone()) {
+                            continue;
+                        }
+                        if id != u.call_id {
+                            renamed.insert(id.clone(), u.call_id.clone());
+                        }
+                        current.insert(u.call_id.clone(), id.clone());
+                        units.push(Unit {
+                            call_id: id,
+                            ..u.clone()
+                        });
                     }
                     let record = Record::summary(units.iter().map(|u| u.call_id.clone()), *tokens);
                     let payload = payloads.then(|| Payload::Summary {

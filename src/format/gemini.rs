@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{describe, result_line};
-use super::{Block, Message, Parsed, Role, TokenCounter};
+use super::{Block, Message, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -90,6 +90,8 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
                 }
             }
             (None, None) if part.thought == Some(true) => Block::Reasoning,
+            // A user turn's text holding cutpoint's ledger is an earlier summary.
+            (None, None) if role == Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
             (None, None) => Block::Text,
         };
         blocks.push((block, tokens, raw.get()));

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{describe, result_line};
-use super::{Block, Parsed, Role, TokenCounter};
+use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -78,7 +78,12 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     let calls = msg.tool_calls.unwrap_or_default();
     if has_content || calls.is_empty() {
         let tokens = msg.content.map_or(1, |c| counter.count(c.get()));
-        blocks.push((Block::Text, tokens, msg.content.map_or(text, RawValue::get)));
+        // A user message holding cutpoint's ledger is an earlier summary.
+        let block = match (role, msg.content) {
+            (Role::User, Some(c)) => summary_in(c.get()).unwrap_or(Block::Text),
+            _ => Block::Text,
+        };
+        blocks.push((block, tokens, msg.content.map_or(text, RawValue::get)));
     }
     for (k, raw) in calls.into_iter().enumerate() {
         let call: ToolCall<'_> = serde_json::from_str(raw.get())

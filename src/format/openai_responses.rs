@@ -7,11 +7,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
-use super::{Block, Parsed, Role, TokenCounter};
+use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
-/// The fields of an item that matter; the rest (message content, encrypted
-/// reasoning, ...) is skipped without being copied.
+/// The fields of an item that matter; the rest (encrypted reasoning, ...) is skipped
+/// without being copied (message content is borrowed, and read only when it holds
+/// cutpoint's ledger).
 #[derive(Deserialize)]
 struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -30,6 +31,8 @@ struct Item<'a> {
     action: Option<&'a RawValue>,
     #[serde(borrow, default)]
     output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
 }
 
 /// Item types that are calls answered by a `<type>_output` item with the same
@@ -77,6 +80,11 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         Block::Reasoning
     } else {
         Block::Text
+    };
+    // A user message holding cutpoint's ledger is an earlier summary.
+    let block = match (kind, opt_str(&item.role), item.content) {
+        ("message", Some("user"), Some(content)) => summary_in(content.get()).unwrap_or(block),
+        _ => block,
     };
     let role = match (kind, opt_str(&item.role)) {
         ("message", Some("user")) => Role::User,

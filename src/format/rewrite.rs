@@ -431,11 +431,22 @@ fn write(
         }
         None => {
             // Everything before the first message after the head (the head, and the
-            // lines that are not messages up to there, such as a compaction boundary).
+            // lines that are not messages up to there), except, for Claude Code, the
+            // compaction boundary of an earlier summary folded into this one: the new
+            // boundary takes its place.
             let prefix_end = if head < len {
                 span(head).start
             } else {
                 input.len()
+            };
+            let folds_summary = |m: &super::Message| {
+                matches!(m.blocks.first(), Some((super::Block::Summary(_), _)))
+            };
+            let prefix_end = match t.messages.get(head) {
+                Some(m) if t.format == Format::ClaudeCode && folds_summary(m) && head < cut => {
+                    boundary_before(input, prefix_end)
+                }
+                _ => prefix_end,
             };
             let retained = if cut < len {
                 span(cut).start
@@ -459,6 +470,29 @@ fn write(
         }
     }
     out
+}
+
+/// Where the Claude Code `compact_boundary` line right before byte `end` starts (blank
+/// lines between allowed), or `end` when the line before is not one. **O(line)**.
+fn boundary_before(input: &str, end: usize) -> usize {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<JsonStr<'a>>,
+        #[serde(borrow, default)]
+        subtype: Option<JsonStr<'a>>,
+    }
+    let before = input[..end].trim_end();
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    match serde_json::from_str::<Kind<'_>>(&before[start..]) {
+        Ok(k)
+            if opt_str(&k.kind) == Some("system")
+                && opt_str(&k.subtype) == Some("compact_boundary") =>
+        {
+            start
+        }
+        _ => end,
+    }
 }
 
 /// A records JSONL summary line: the units as `covers`, the prose as `text`.
