@@ -22,8 +22,10 @@
 //! | [`Format::CodexRollout`] | Codex rollout JSONL | OpenAI Responses |
 //!
 //! Positions: [`Message::line`] is the 1-based line of the file where the message
-//! starts (for JSON documents too, computed from its byte offset), and messages are
-//! numbered from 0 in log order.
+//! starts and [`Message::block_line`] the line of each of its blocks (for JSON
+//! documents too, computed from byte offsets with one index of the file's line
+//! starts, so reading stays linear in the bytes); messages are numbered from 0 in log
+//! order.
 
 use std::fmt;
 use std::ops::Range;
