@@ -5,6 +5,7 @@
 use std::fmt;
 
 use super::Transcript;
+use crate::core::error::write_waiting_on;
 use crate::{CallId, Defer, Tracker};
 
 /// What a position counts.
@@ -182,15 +183,7 @@ impl fmt::Display for DeferReport {
             }
             f.write_str("; defer compaction to the turn boundary")?;
         }
-        if !self.waiting_on.is_empty() {
-            f.write_str("; waiting on ")?;
-            for (i, id) in self.waiting_on.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                f.write_str(id)?;
-            }
-        }
+        write_waiting_on(f, &self.waiting_on)?;
         match self.below {
             Some(c) => write!(
                 f,

@@ -9,24 +9,14 @@
 #![cfg(feature = "formats")]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+
+use crate::transcripts::fixture;
 
 use cutpoint::compact::{SummaryParts, Window};
 use cutpoint::format::rewrite::{self, RewriteError, Rewritten};
 use cutpoint::format::{
     self, Block, ByteEstimate, DeferReport, Format, Role, Rule, RuleViolation, Transcript,
 };
-
-fn fixture(name: &str) -> String {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests/fixtures/transcripts",
-        name,
-    ]
-    .iter()
-    .collect();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn read_text(text: &str) -> Transcript {
     let f = format::detect(text).unwrap_or_else(|e| panic!("{e}"));

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use cutpoint::format::rewrite as compact;
 use cutpoint::format::{self, ByteEstimate, Format, Rule, RuleViolation as Violation, Transcript};
 
-fn fixture(name: &str) -> String {
+/// The text of fixture `name` (also used by `sessions.rs`).
+pub(crate) fn fixture(name: &str) -> String {
     let path: PathBuf = [
         env!("CARGO_MANIFEST_DIR"),
         "tests/fixtures/transcripts",

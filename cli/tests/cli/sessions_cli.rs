@@ -4,6 +4,22 @@
 
 use crate::common::{cutpoint, root, text};
 
+/// Runs `args` on `stdin`: exit 2, and stderr says `what`.
+fn refused(args: &[&str], stdin: &[u8], what: &str) {
+    let out = cutpoint(args, stdin);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains(what), "{err}");
+}
+
+/// The JSON lines of an output.
+fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    text(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON lines"))
+        .collect()
+}
+
 fn fixture(name: &str) -> String {
     root("tests/fixtures/transcripts")
         .join(name)
@@ -99,27 +115,14 @@ fn the_newer_real_files_get_their_verdicts() {
 
 #[test]
 fn shapes_no_format_claims_exit_two_saying_what_was_seen() {
-    let out = cutpoint(
-        &[
-            "check",
-            &fixture("chat-wrapper__tau-bench__gpt-4o-airline-first-2.json"),
-        ],
+    let results = fixture("chat-wrapper__tau-bench__gpt-4o-airline-first-2.json");
+    refused(
+        &["check", &results],
         b"",
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("a tau-bench results file: 2 task records"),
-        "{}",
-        text(&out.stderr)
+        "a tau-bench results file: 2 task records",
     );
     let unknown = r#"{"items":1,"input":[{"type":"hologram","call_id":"c"}]}"#;
-    let out = cutpoint(&["check", "-"], unknown.as_bytes());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("\"hologram\""),
-        "{}",
-        text(&out.stderr)
-    );
+    refused(&["check", "-"], unknown.as_bytes(), "\"hologram\"");
 }
 
 #[test]
@@ -136,13 +139,7 @@ fn a_one_line_request_body_is_read_as_its_provider_format_from_stdin_too() {
     // An ambiguous one-line body (plain text messages) is a document the detection
     // cannot tell, not a bad records line.
     let plain = r#"{"messages":[{"role":"user","content":"hi"}]}"#;
-    let out = cutpoint(&["check", "-"], plain.as_bytes());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("cannot tell the format"),
-        "{}",
-        text(&out.stderr)
-    );
+    refused(&["check", "-"], plain.as_bytes(), "cannot tell the format");
 }
 
 #[test]
@@ -230,10 +227,7 @@ fn a_compacted_claude_code_session_mirrors_claude_codes_own_compaction() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON lines"))
-        .collect();
+    let lines = json_lines(&out.stdout);
     let s = lines
         .iter()
         .position(|v| v["isCompactSummary"] == true)
@@ -271,10 +265,7 @@ fn a_compacted_claude_code_session_mirrors_claude_codes_own_compaction() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON lines"))
-        .collect();
+    let lines = json_lines(&out.stdout);
     let s = lines
         .iter()
         .position(|v| v["isCompactSummary"] == true)
@@ -287,4 +278,40 @@ fn a_compacted_claude_code_session_mirrors_claude_codes_own_compaction() {
     assert_eq!(lines[s - 1]["logicalParentUuid"], head["uuid"]);
     let back = cutpoint(&["check", "-"], &out.stdout);
     assert_eq!(back.status.code(), Some(0), "{}", text(&back.stdout));
+}
+
+#[test]
+fn a_gemini_cli_session_is_counted_cut_and_compacted_in_its_shape() {
+    let file = fixture("gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json");
+    let out = cutpoint(&["stats", "--json", "--format", "gemini-cli", &file], b"");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        (v["format"].as_str(), v["tool_pairs"].as_u64()),
+        (Some("gemini-cli"), Some(10))
+    );
+    let out = cutpoint(
+        &["cut", "--target", "12000", "--lookback", "20000", &file],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let cut: usize = text(&out.stdout).trim().parse().expect("a message index");
+    assert!(cut > 0 && cut <= 14);
+    let out = cutpoint(
+        &["compact", "--keep", "3000", "--lookback", "20000", &file],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert!(v["messages"].as_array().is_some_and(|m| m.len() < 14));
+    let back = cutpoint(&["check", "-"], &out.stdout);
+    assert_eq!(back.status.code(), Some(0), "{}", text(&back.stdout));
+    let again = cutpoint(
+        &["compact", "--keep", "500", "--lookback", "20000", "-"],
+        &out.stdout,
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    let back = cutpoint(&["stats", "--json", "-"], &again.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&back.stdout).expect("JSON");
+    assert_eq!(v["format"], "gemini-cli");
 }

@@ -40,21 +40,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     continue;
                 }
                 let pending = seg.get(i + 1).is_none() && seg.last;
-                let (rule, text) = if next.is_empty() {
-                    (
-                        Rule::GeminiResponseNotAfterCall,
-                        "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-                    )
-                } else {
-                    (
-                        Rule::GeminiPartCountMismatch,
-                        format!(
-                            "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn ({calls} calls, {} responses).",
-                            next.len()
-                        ),
-                    )
-                };
-                out.push(seg.violation(rule, (i, k), Some(id), pending, text));
+                out.push(unanswered_call(seg, (i, k), id, calls, next.len(), pending));
             }
         }
         if results.is_empty() {
@@ -66,21 +52,59 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             .map(|p| seg.messages[p].calls().map(|(_, id, _)| id).collect())
             .unwrap_or_default();
         for (k, id) in results {
-            if previous.contains(id) {
-                continue;
+            if !previous.contains(id) {
+                out.push(unexpected_response(seg, (i, k), id, !previous.is_empty()));
             }
-            let rule = if previous.is_empty() {
-                Rule::GeminiResponseNotAfterCall
-            } else {
-                Rule::GeminiPartCountMismatch
-            };
-            out.push(seg.violation(
-                rule,
-                (i, k),
-                Some(id),
-                false,
-                "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-            ));
         }
     }
+}
+
+/// A call of a function call turn (`calls` call parts) that the response turn (with
+/// `responses` response parts) does not answer: rule 1 when there is no response turn,
+/// rule 3 otherwise. Gemini CLI sessions share it.
+pub(super) fn unanswered_call(
+    seg: &Segment<'_>,
+    at: (usize, usize),
+    id: &CallId,
+    calls: usize,
+    responses: usize,
+    pending: bool,
+) -> RuleViolation {
+    let (rule, text) = if responses == 0 {
+        (
+            Rule::GeminiResponseNotAfterCall,
+            "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
+        )
+    } else {
+        (
+            Rule::GeminiPartCountMismatch,
+            format!(
+                "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn ({calls} calls, {responses} responses)."
+            ),
+        )
+    };
+    seg.violation(rule, at, Some(id), pending, text)
+}
+
+/// A response no call of its call turn asked for: rule 1 when there is no call turn
+/// (`after_calls` false), rule 3 otherwise. Gemini CLI sessions share it.
+pub(super) fn unexpected_response(
+    seg: &Segment<'_>,
+    at: (usize, usize),
+    id: &CallId,
+    after_calls: bool,
+) -> RuleViolation {
+    let rule = if after_calls {
+        Rule::GeminiPartCountMismatch
+    } else {
+        Rule::GeminiResponseNotAfterCall
+    };
+    seg.violation(
+        rule,
+        at,
+        Some(id),
+        false,
+        "Please ensure that function response turn comes immediately after a function call turn."
+            .to_owned(),
+    )
 }

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use super::gemini::{unanswered_call, unexpected_response};
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
 use crate::format::Role;
@@ -28,41 +29,15 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
         let answered: HashSet<&CallId> = m.results().map(|(_, id)| id).collect();
         let (calls, results) = (m.calls().count(), m.results().count());
         for (k, id, _) in m.calls() {
-            if answered.contains(id) {
-                continue;
+            if !answered.contains(id) {
+                let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
+                out.push(unanswered_call(seg, (i, k), id, calls, results, pending));
             }
-            let (rule, text) = if results == 0 {
-                (
-                    Rule::GeminiResponseNotAfterCall,
-                    "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-                )
-            } else {
-                (
-                    Rule::GeminiPartCountMismatch,
-                    format!(
-                        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn ({calls} calls, {results} responses)."
-                    ),
-                )
-            };
-            let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
-            out.push(seg.violation(rule, (i, k), Some(id), pending, text));
         }
         for (k, id) in m.results() {
-            if called.contains(id) {
-                continue;
+            if !called.contains(id) {
+                out.push(unexpected_response(seg, (i, k), id, calls > 0));
             }
-            let rule = if calls == 0 {
-                Rule::GeminiResponseNotAfterCall
-            } else {
-                Rule::GeminiPartCountMismatch
-            };
-            out.push(seg.violation(
-                rule,
-                (i, k),
-                Some(id),
-                false,
-                "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-            ));
         }
     }
 }
