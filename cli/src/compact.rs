@@ -30,7 +30,11 @@ pub(crate) struct Args {
     /// from it keeps at least that much.
     #[arg(long, value_name = "TOKENS")]
     keep: Option<u64>,
-    /// How far from the target the cut may move, in tokens [default: 15% of the target].
+    /// How far the cut may move from the target, in tokens [default: 15% of the
+    /// target]. Walking back, the walk starts at the record where the target is
+    /// reached and counts that record's own tokens first, then each record before it,
+    /// while the sum stays within TOKENS; with --forward, the cut may compact at most
+    /// TOKENS more than the target.
     #[arg(long, value_name = "TOKENS")]
     lookback: Option<u64>,
     /// Records pinned at the front (system prompt, first user message); messages for

@@ -22,6 +22,7 @@
 //! `file-history-snapshot`, `queue-operation` and other records are not messages and
 //! are skipped.
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use serde::Deserialize;
@@ -68,9 +69,9 @@ struct Open {
     /// Its `message.id`, if the records carry one.
     id: Option<String>,
     /// The `uuid`s of its records.
-    uuids: Vec<String>,
+    uuids: HashSet<String>,
     /// Its calls' ids.
-    calls: Vec<CallId>,
+    calls: HashSet<CallId>,
     /// How many result blocks lead the user message right after it (where the next
     /// result goes); `None` until that message exists.
     leading_results: Option<usize>,
@@ -116,7 +117,7 @@ impl Conversation {
                     _ => false,
                 }
         });
-        let calls: Vec<CallId> = blocks
+        let calls: HashSet<CallId> = blocks
             .iter()
             .filter_map(|(b, _)| match b {
                 Block::Call { id, .. } => Some(id.clone()),
@@ -137,7 +138,7 @@ impl Conversation {
         self.open = Some(Open {
             at: self.messages.len() - 1,
             id: rec.message_id.clone(),
-            uuids: rec.uuid.clone().into_iter().collect(),
+            uuids: rec.uuid.iter().cloned().collect(),
             calls,
             leading_results: None,
         });
