@@ -5,10 +5,10 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::compact::{ArgumentPolicy, Direction, PlanError, Unit, Window};
 use cutpoint::format::records::write_entry;
 use cutpoint::format::rewrite::{self, RewriteError};
-use cutpoint::format::{ByteEstimate, Format};
+use cutpoint::format::{ByteEstimate, DeferReport, Format};
 
 use crate::exit;
 use crate::guard::InputOptions;
@@ -18,9 +18,23 @@ use crate::source::{self, FormatArg, Source};
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Tokens to compact, counted from the start of the log (head included).
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        required_unless_present = "keep",
+        conflicts_with = "keep"
+    )]
+    target: Option<u64>,
+    /// Keep the most recent TOKENS verbatim instead: the target is the log's tokens
+    /// minus TOKENS (the live history's, for the provider formats), and the walk back
+    /// from it keeps at least that much.
     #[arg(long, value_name = "TOKENS")]
-    target: u64,
-    /// How far from the target the cut may move, in tokens [default: 15% of the target].
+    keep: Option<u64>,
+    /// How far the cut may move from the target, in tokens [default: 15% of the
+    /// target]. Walking back, the walk starts at the record where the target is
+    /// reached and counts that record's own tokens first, then each record before it,
+    /// while the sum stays within TOKENS; with --forward, the cut may compact at most
+    /// TOKENS more than the target.
     #[arg(long, value_name = "TOKENS")]
     lookback: Option<u64>,
     /// Records pinned at the front (system prompt, first user message); messages for
@@ -42,7 +56,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "CHARS")]
     shorten_arguments: Option<usize>,
     /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
-    /// claude-code or codex. The provider formats keep their shape: the pinned head (in
+    /// claude-code, codex or gemini-cli. The provider formats keep their shape: the pinned head (in
     /// messages) verbatim, one summary message, the retained messages byte-identical.
     #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = source::parse_format)]
     format: FormatArg,
@@ -54,9 +68,14 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// The compaction window the flags describe (`keep_head` in records).
-    fn window(&self) -> Window {
-        let mut window = Window::new(self.target).keep_head(self.keep_head);
+    /// The compaction window the flags describe for a log of `total` tokens
+    /// (`keep_head` in records).
+    fn window(&self, total: u64) -> Window {
+        let target = match (self.target, self.keep) {
+            (Some(target), _) => target,
+            (None, keep) => total.saturating_sub(keep.unwrap_or(0)),
+        };
+        let mut window = Window::new(target).keep_head(self.keep_head);
         if let Some(lookback) = self.lookback {
             window = window.lookback(lookback);
         }
@@ -105,8 +124,19 @@ fn compact_records(source: Source, args: Args) -> ExitCode {
         Ok(log) => log,
         Err(message) => return exit::bad_input(&message),
     };
-    let plan = match log.plan(&args.window()) {
+    let window = args.window(log.tracker().total_tokens());
+    let plan = match log.plan(&window) {
         Ok(plan) => plan,
+        Err(PlanError::NoLegalCut(defer)) => {
+            let report = DeferReport::records(&defer, log.tracker());
+            let report = if args.forward {
+                report.searched_forward()
+            } else {
+                report
+            };
+            eprintln!("cutpoint: deferred: {report}");
+            return ExitCode::from(exit::DEFER);
+        }
         Err(why) => {
             eprintln!("cutpoint: deferred: {why}");
             return ExitCode::from(exit::DEFER);
@@ -145,10 +175,15 @@ fn compact_transcript(source: &Source, format: Format, args: &Args) -> ExitCode 
         .as_deref()
         .unwrap_or("Earlier conversation, compacted.");
     let mut out = io::stdout().lock();
-    match rewrite::compact(&transcript, text, &args.window(), args.keep_head, summary) {
+    let window = args.window(transcript.live_tokens());
+    match rewrite::compact(&transcript, text, &window, args.keep_head, summary) {
         Ok(Some(done)) => {
+            let orphans = match done.orphans.len() {
+                0 => String::new(),
+                n => format!(", {n} orphan results listed"),
+            };
             eprintln!(
-                "cutpoint: summarized messages {}..{} ({} tokens, {} tool pairs)",
+                "cutpoint: summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
                 done.head,
                 done.cut,
                 done.tokens,
@@ -162,6 +197,10 @@ fn compact_transcript(source: &Source, format: Format, args: &Args) -> ExitCode 
             eprintln!("cutpoint: nothing to compact past the pinned head");
             let _ = out.write_all(text.as_bytes());
             ExitCode::SUCCESS
+        }
+        Err(RewriteError::Deferred(report)) => {
+            eprintln!("cutpoint: deferred: {report}");
+            ExitCode::from(exit::DEFER)
         }
         Err(RewriteError::Plan(why)) => {
             eprintln!("cutpoint: deferred: {why}");

@@ -166,7 +166,8 @@ impl Source {
                 let trimmed = text.trim_start();
                 let first_line = trimmed.lines().next().unwrap_or("");
                 let json_lines = serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok()
-                    && first_line.starts_with('{');
+                    && first_line.starts_with('{')
+                    && !format::is_one_line_document(text);
                 if !json_lines && (trimmed.starts_with('[') || trimmed.starts_with('{')) {
                     Err(format!("{}: {e}", self.name))
                 } else {

@@ -14,7 +14,7 @@ use crate::source::{self, FormatArg, Tokenizer};
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
-    /// claude-code or codex.
+    /// claude-code, codex or gemini-cli.
     #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = source::parse_format)]
     format: FormatArg,
     /// How tokens are counted.

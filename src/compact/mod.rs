@@ -38,7 +38,11 @@ use std::collections::VecDeque;
 pub use apply::{Applied, ApplyError};
 pub use plan::{Atom, Direction, Plan, PlanError, Window};
 pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
-pub use summary::{ArgumentPolicy, PROTECTED_FIELDS, first_line, shorten_arguments, summary_text};
+pub(crate) use summary::LEDGER_HEADING;
+pub use summary::{
+    ArgumentPolicy, Orphan, PROTECTED_FIELDS, SummaryParts, first_line, shorten_arguments,
+    summary_text,
+};
 pub use validate::{
     CallState, Options, PairingStructure, Report, Violation, validate, validate_records,
 };

@@ -139,15 +139,28 @@ pub(crate) fn pair_unit(id: &CallId, call: &Entry, result: &Entry, policy: Argum
 }
 
 /// The heading of a summary's ledger.
-const LEDGER_HEADING: &str =
+pub(crate) const LEDGER_HEADING: &str =
     "Tool calls summarized (call id, tool, arguments, first line of result):";
+
+/// What the ledger heading is followed by when no tool call was summarized.
+const NO_UNITS: &str = " none";
+
+/// The heading of a summary's list of orphan results.
+const ORPHAN_HEADING: &str =
+    "Tool results without their call (orphans; call id => first line of result):";
+
+/// A ledger line starts with this (after a line break).
+const ITEM: &str = "\n- ";
 
 impl Unit {
     /// The unit as one ledger line, without the leading `- `:
     /// `CALL_ID TOOL ARGUMENTS => FIRST LINE OF RESULT`. The result's line is prefixed
     /// with `error: ` or `aborted: ` for those statuses; a unit without a tool name
     /// shows `?`, lost arguments `(arguments lost)`, no result `(no result)`.
-    /// **O(len)**.
+    /// Arguments are written verbatim, except that arguments holding a line break
+    /// followed by `- ` (a patch, say) are written as a JSON string literal, so that
+    /// every ledger item starts a line of its own and [`SummaryParts::parse`] reads
+    /// the ledger back. **O(len)**.
     pub fn ledger_line(&self) -> String {
         self.to_string()
     }
@@ -163,18 +176,206 @@ impl fmt::Display for Unit {
         };
         write!(
             f,
-            "{} {} {} => {status}{}",
+            "{} {} ",
             self.call_id,
-            self.tool.as_deref().unwrap_or("?"),
-            self.arguments.as_deref().unwrap_or("(arguments lost)"),
+            self.tool.as_deref().unwrap_or("?")
+        )?;
+        match self.arguments.as_deref() {
+            None => f.write_str("(arguments lost)")?,
+            Some(a) if a.contains(ITEM) => write_json_string(f, a)?,
+            Some(a) => f.write_str(a)?,
+        }
+        write!(
+            f,
+            " => {status}{}",
             self.first_line.as_deref().unwrap_or("(no result)")
         )
     }
 }
 
+/// `s` as a JSON string literal. **O(len)**.
+fn write_json_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_char('"')?;
+    for c in s.chars() {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            c if (c as u32) < 0x20 => write!(f, "\\u{:04x}", c as u32)?,
+            c => f.write_char(c)?,
+        }
+    }
+    f.write_char('"')
+}
+
+/// A result a summarized region held without its call (an orphan, or a second result
+/// of a call answered before): the summary lists it, so it is not dropped without a
+/// word.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Orphan {
+    /// The id the result answers.
+    pub call_id: CallId,
+    /// The first line of the result, when known.
+    pub first_line: Option<String>,
+}
+
+impl fmt::Display for Orphan {
+    /// `CALL_ID => FIRST LINE` (`(no text)` without one).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} => {}",
+            self.call_id,
+            self.first_line.as_deref().unwrap_or("(no text)")
+        )
+    }
+}
+
+/// A summary's text in parts: its prose, the ledger of the tool pairs it covers, and
+/// the orphan results of its region. [`text`](SummaryParts::text) writes it (always
+/// with the ledger heading, so that a later compaction finds it again, even with no
+/// units); [`parse`](SummaryParts::parse) reads it back, so an earlier summary inside
+/// a region is folded into the new one rather than summarized away.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct SummaryParts {
+    /// Prose from the summarizer (and folded earlier summaries), possibly empty.
+    pub prose: String,
+    /// The covered tool pairs, in log order.
+    pub units: Vec<Unit>,
+    /// The region's results without their call, in log order.
+    pub orphans: Vec<Orphan>,
+}
+
+impl SummaryParts {
+    /// Parts with `prose`, `units` and `orphans`. **O(1)**.
+    pub fn new(prose: String, units: Vec<Unit>, orphans: Vec<Orphan>) -> Self {
+        SummaryParts {
+            prose,
+            units,
+            orphans,
+        }
+    }
+
+    /// The summary's text: the prose, a blank line, the ledger heading and one
+    /// `- ` line per unit (the heading says `none` when there is no unit), then, when
+    /// there are orphans, a blank line, their heading and one `- CALL_ID => LINE` line
+    /// each. **O(len)**.
+    pub fn text(&self) -> String {
+        render(&self.prose, &self.units, &self.orphans, true)
+    }
+
+    /// The parts of a text [`text`](SummaryParts::text) (or [`summary_text`], with
+    /// units) wrote; `None` when `text` holds no ledger. Writing the parts again gives
+    /// the same text. **O(len)**.
+    pub fn parse(text: &str) -> Option<SummaryParts> {
+        let at = if text.starts_with(LEDGER_HEADING) {
+            0
+        } else {
+            text.find(&format!("\n\n{LEDGER_HEADING}"))? + 2
+        };
+        let prose = text[..at].strip_suffix("\n\n").unwrap_or(&text[..at]);
+        let mut rest = &text[at + LEDGER_HEADING.len()..];
+        let none = rest.starts_with(NO_UNITS);
+        if none {
+            rest = &rest[NO_UNITS.len()..];
+        }
+        let (units_text, orphans_text) = match rest.find(&format!("\n\n{ORPHAN_HEADING}")) {
+            Some(o) => (&rest[..o], Some(&rest[o + 2 + ORPHAN_HEADING.len()..])),
+            None => (rest, None),
+        };
+        let units = if none {
+            if !units_text.is_empty() {
+                return None;
+            }
+            Vec::new()
+        } else {
+            items(units_text)?
+                .map(parse_unit)
+                .collect::<Option<Vec<Unit>>>()?
+        };
+        let orphans = match orphans_text {
+            None => Vec::new(),
+            Some(t) => items(t)?.map(parse_orphan).collect::<Option<Vec<_>>>()?,
+        };
+        Some(SummaryParts {
+            prose: prose.to_owned(),
+            units,
+            orphans,
+        })
+    }
+}
+
+/// The items of a list written as `\n- A\n- B`; `None` unless it starts with one.
+fn items(text: &str) -> Option<impl Iterator<Item = &str>> {
+    let body = text.strip_prefix(ITEM)?;
+    Some(body.split(ITEM))
+}
+
+fn parse_unit(line: &str) -> Option<Unit> {
+    let (id, rest) = line.split_once(' ')?;
+    let (tool, rest) = rest.split_once(' ')?;
+    let (arguments, result) = rest.split_once(" => ")?;
+    let (status, first) = if let Some(r) = result.strip_prefix("error: ") {
+        (Some(ResultStatus::Error), Some(r))
+    } else if let Some(r) = result.strip_prefix("aborted: ") {
+        (Some(ResultStatus::Aborted), Some(r))
+    } else if result == "(no result)" {
+        (None, None)
+    } else {
+        (Some(ResultStatus::Ok), Some(result))
+    };
+    Some(Unit {
+        call_id: CallId::from(id),
+        tool: (tool != "?").then(|| tool.to_owned()),
+        arguments: (arguments != "(arguments lost)").then(|| arguments.to_owned()),
+        status,
+        first_line: first.map(str::to_owned),
+    })
+}
+
+fn parse_orphan(line: &str) -> Option<Orphan> {
+    let (id, first) = line.split_once(" => ")?;
+    Some(Orphan {
+        call_id: CallId::from(id),
+        first_line: (first != "(no text)").then(|| first.to_owned()),
+    })
+}
+
+/// The one writer of a summary's text (see [`SummaryParts::text`]); `heading` says
+/// whether to write the ledger heading when there is no unit. **O(len)**.
+fn render(prose: &str, units: &[Unit], orphans: &[Orphan], heading: bool) -> String {
+    let mut text = prose.to_owned();
+    if heading || !units.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(LEDGER_HEADING);
+        if units.is_empty() {
+            text.push_str(NO_UNITS);
+        }
+        for unit in units {
+            let _ = write!(text, "{ITEM}{unit}");
+        }
+    }
+    if !orphans.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(ORPHAN_HEADING);
+        for orphan in orphans {
+            let _ = write!(text, "{ITEM}{orphan}");
+        }
+    }
+    text
+}
+
 /// A summary's text: `prose`, then (when there are units) a blank line, a heading and
-/// one line per unit, `- ` followed by its [ledger line](Unit::ledger_line). The one
-/// place a summary's ledger is written. **O(len)**.
+/// one line per unit, `- ` followed by its [ledger line](Unit::ledger_line). Written
+/// by the one renderer of a summary's text, as [`SummaryParts::text`] is (which also
+/// lists orphans, and always writes the heading). **O(len)**.
 ///
 /// ```
 /// use cutpoint::compact::{ResultStatus, Unit, summary_text};
@@ -192,17 +393,7 @@ impl fmt::Display for Unit {
 /// );
 /// ```
 pub fn summary_text(prose: &str, units: &[Unit]) -> String {
-    let mut text = prose.to_owned();
-    if !units.is_empty() {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str(LEDGER_HEADING);
-        for unit in units {
-            let _ = write!(text, "\n- {unit}");
-        }
-    }
-    text
+    render(prose, units, &[], false)
 }
 
 #[cfg(all(test, feature = "formats"))]
@@ -240,5 +431,87 @@ mod tests {
             FIRST_LINE_CHARS + 1
         );
         assert_eq!(first_line(""), "");
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn unit(id: &str, arguments: Option<&str>, first: Option<&str>) -> Unit {
+        Unit {
+            tool: Some("bash".into()),
+            arguments: arguments.map(str::to_owned),
+            status: first.map(|_| ResultStatus::Ok),
+            first_line: first.map(str::to_owned),
+            ..Unit::bare(id.into())
+        }
+    }
+
+    #[test]
+    fn parts_round_trip_through_their_text() {
+        let cases = [
+            SummaryParts::default(),
+            SummaryParts::new("Earlier.".into(), Vec::new(), Vec::new()),
+            SummaryParts::new(
+                "Line one\n\nline two".into(),
+                vec![
+                    unit("call_1", Some(r#"{"a":"x => y"}"#), Some("ok => fine")),
+                    unit("call_2", Some("{\n  \"pretty\": 1\n}"), None),
+                    unit("call_3", None, Some("")),
+                    unit("call_4", Some(""), Some("error: looks like an error")),
+                ],
+                vec![Orphan {
+                    call_id: "toolu_x".into(),
+                    first_line: Some("rejected".into()),
+                }],
+            ),
+            SummaryParts::new(
+                String::new(),
+                Vec::new(),
+                vec![Orphan {
+                    call_id: "a".into(),
+                    first_line: None,
+                }],
+            ),
+        ];
+        for parts in cases {
+            let text = parts.text();
+            let back = SummaryParts::parse(&text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(back.text(), text);
+            assert_eq!(back.prose, parts.prose);
+            let ids = |p: &SummaryParts| {
+                p.units
+                    .iter()
+                    .map(|u| u.call_id.clone())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(ids(&back), ids(&parts), "{text}");
+            assert_eq!(back.orphans.len(), parts.orphans.len());
+        }
+        assert_eq!(SummaryParts::parse("just prose"), None);
+    }
+
+    #[test]
+    fn arguments_with_list_lines_are_escaped_so_every_item_is_one_line() {
+        let patch = "*** Begin Patch\n- old line\n+ new line";
+        let parts = SummaryParts::new(
+            "P.".into(),
+            vec![
+                unit("c1", Some(patch), Some("done")),
+                unit("c2", Some("{}"), None),
+            ],
+            Vec::new(),
+        );
+        let text = parts.text();
+        assert!(
+            text.contains(r#"c1 bash "*** Begin Patch\n- old line\n+ new line" => done"#),
+            "{text}"
+        );
+        let back = SummaryParts::parse(&text).expect("parses");
+        assert_eq!(back.units.len(), 2);
+        assert_eq!(back.text(), text);
+        // The summary_text of the same units is the same ledger.
+        assert_eq!(summary_text("P.", &parts.units), text);
     }
 }

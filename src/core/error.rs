@@ -122,15 +122,7 @@ impl fmt::Display for Defer {
             "no pairing-legal cut within {} tokens of target {} (searched cuts {}..={}); defer compaction to the turn boundary",
             self.lookback_tokens, self.target_tokens, self.floor, self.target_index
         )?;
-        if !self.waiting_on.is_empty() {
-            f.write_str("; waiting on ")?;
-            for (i, id) in self.waiting_on.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                f.write_str(id)?;
-            }
-        }
+        write_waiting_on(f, &self.waiting_on)?;
         match self.nearest_legal_below {
             Some(c) => write!(f, "; nearest legal cut below: {c}")?,
             None => f.write_str("; no legal cut below")?,
@@ -143,6 +135,16 @@ impl fmt::Display for Defer {
 }
 
 impl std::error::Error for Defer {}
+
+/// `; waiting on A, B` for the calls a deferral waits for (nothing when there are
+/// none): the one wording every deferral message uses. **O(k)**.
+pub(crate) fn write_waiting_on(f: &mut fmt::Formatter<'_>, ids: &[CallId]) -> fmt::Result {
+    for (i, id) in ids.iter().enumerate() {
+        f.write_str(if i == 0 { "; waiting on " } else { ", " })?;
+        f.write_str(id)?;
+    }
+    Ok(())
+}
 
 /// A record that breaks pairing, as strict mode refuses it. Positions are record
 /// indexes (0-based).

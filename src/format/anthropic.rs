@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line};
-use super::{Block, Parsed, Role, TokenCounter};
+use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -34,7 +34,7 @@ pub(crate) struct RawBlock<'a> {
 }
 
 /// Parses one Anthropic message. **O(len)**.
-pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let role = match serde_json::from_str::<&str>(msg.role.get()) {
         Ok("user") => Role::User,
@@ -42,27 +42,38 @@ pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
         Ok("system") => Role::System,
         _ => return Err(format!("unknown role {}", msg.role.get())),
     };
-    let blocks = blocks(msg.content, counter)?;
+    let blocks = blocks(msg.content, role, counter)?;
     Ok(Parsed {
         role,
         blocks: if blocks.is_empty() {
-            vec![(Block::Text, counter.count(text))]
+            vec![(Block::Text, counter.count(text), text)]
         } else {
             blocks
         },
     })
 }
 
-/// The blocks of an Anthropic `content` (a string is one text block). **O(len)**.
-pub(crate) fn blocks(
-    content: Option<&RawValue>,
+/// The blocks of an Anthropic `content` of a message from `role` (a string is one
+/// text block), each with the JSON text it was read from. A user message's text that
+/// holds cutpoint's ledger is an earlier summary. **O(len)**.
+pub(crate) fn blocks<'a>(
+    content: Option<&'a RawValue>,
+    role: Role,
     counter: &dyn TokenCounter,
-) -> Result<Vec<(Block, u64)>, String> {
+) -> Result<Vec<(Block, u64, &'a str)>, String> {
     let Some(content) = content else {
         return Ok(Vec::new());
     };
+    let text = |raw: &RawValue| match role {
+        Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
+        _ => Block::Text,
+    };
     if !content.get().starts_with('[') {
-        return Ok(vec![(Block::Text, counter.count(content.get()))]);
+        return Ok(vec![(
+            text(content),
+            counter.count(content.get()),
+            content.get(),
+        )]);
     }
     let raws: Vec<&RawValue> =
         serde_json::from_str(content.get()).map_err(|e| format!("content: {}", describe(&e)))?;
@@ -70,7 +81,11 @@ pub(crate) fn blocks(
     for (k, raw) in raws.into_iter().enumerate() {
         let b: RawBlock<'_> = serde_json::from_str(raw.get())
             .map_err(|e| format!("content.{k}: {}", describe(&e)))?;
-        out.push((block(b, k)?, counter.count(raw.get())));
+        let block = match block(b, k)? {
+            Block::Text => text(raw),
+            other => other,
+        };
+        out.push((block, counter.count(raw.get()), raw.get()));
     }
     Ok(out)
 }

@@ -1,9 +1,10 @@
 //! From messages to records: which messages a provider binds to the one before, and
 //! the record sequence the tracker reads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{Block, Format, Role, Transcript, gemini};
+use crate::compact::{Entry, Payload, Unit};
 use crate::{CallId, Record};
 
 /// Assigns Gemini's missing ids and marks the messages a provider binds to the one
@@ -38,46 +39,122 @@ pub(crate) fn finish(t: &mut Transcript) {
 
 /// See [`Transcript::records`].
 pub(crate) fn records(t: &Transcript, from: usize) -> (Vec<Record>, Vec<usize>) {
-    let mut records = Vec::new();
+    let built = walk(t, from, false);
+    let records = built.entries.into_iter().map(|e| e.record).collect();
+    (records, built.owner)
+}
+
+/// The entries of messages `from..`: records as [`records`] builds them, with the
+/// payloads a summary needs (a call's tool name and arguments, a result's first line
+/// as its content, an earlier summary's prose and units). **O(len)** of the payloads.
+pub(crate) fn entries(t: &Transcript, from: usize) -> Built {
+    walk(t, from, true)
+}
+
+/// Entries, the message index of each, and the original id of every renamed call.
+pub(crate) struct Built {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) owner: Vec<usize>,
+    /// `id#N` -> `id`, for the calls whose id came back.
+    pub(crate) renamed: HashMap<CallId, CallId>,
+}
+
+fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
+    let mut entries = Vec::new();
     let mut owner = Vec::new();
+    let mut renamed = HashMap::new();
     // Original id -> the id its records carry: a reused id (OpenAI Chat pairs calls
     // with the run of tool messages right after them, so SWE-agent reuses ids across
     // turns) gets a `#N` suffix from its second call on, and the results after it
-    // follow the renamed call.
+    // follow the renamed call. An earlier summary's units count as calls.
     let mut current: HashMap<CallId, CallId> = HashMap::new();
     let mut uses: HashMap<CallId, usize> = HashMap::new();
+    // Every id the tracker has seen, for summaries (whose ids must be new).
+    let mut seen: HashSet<CallId> = HashSet::new();
     for (index, m) in t.messages.iter().enumerate().skip(from) {
         for (k, (block, tokens)) in m.blocks.iter().enumerate() {
             let plain = || match m.role {
                 Role::Assistant | Role::Item => Record::assistant(*tokens),
                 _ => Record::user(*tokens),
             };
-            let record = match block {
-                Block::Call { id, .. } if !id.is_empty() => {
+            let (record, payload) = match block {
+                Block::Call {
+                    id,
+                    name,
+                    arguments,
+                } if !id.is_empty() => {
                     let n = uses.entry(id.clone()).or_insert(0);
                     *n += 1;
-                    let renamed = if *n == 1 {
+                    let renamed_id = if *n == 1 {
                         id.clone()
                     } else {
-                        CallId::from(format!("{id}#{n}"))
+                        let r = CallId::from(format!("{id}#{n}"));
+                        renamed.insert(r.clone(), id.clone());
+                        r
                     };
-                    current.insert(id.clone(), renamed.clone());
-                    Record::tool_use(renamed, *tokens)
+                    current.insert(id.clone(), renamed_id.clone());
+                    seen.insert(renamed_id.clone());
+                    let payload = payloads.then(|| Payload::Call {
+                        name: (!name.is_empty()).then(|| name.clone()),
+                        arguments: Some(arguments.clone()),
+                    });
+                    (Record::tool_use(renamed_id, *tokens), payload)
                 }
-                Block::Result { id, .. } if !id.is_empty() => {
-                    let renamed = current.get(id).unwrap_or(id).clone();
-                    Record::tool_result(renamed, *tokens)
+                Block::Result { id, first_line } if !id.is_empty() => {
+                    let renamed_id = current.get(id).unwrap_or(id).clone();
+                    seen.insert(renamed_id.clone());
+                    let payload = payloads.then(|| Payload::Result {
+                        status: None,
+                        content: Some(first_line.clone()),
+                    });
+                    (Record::tool_result(renamed_id, *tokens), payload)
                 }
-                _ => plain(),
+                Block::Summary(parts) => {
+                    // Its units count as calls: an id it covers again (a reused id, or
+                    // one the log already holds) is renamed as a reused call is.
+                    let mut units: Vec<Unit> = Vec::with_capacity(parts.units.len());
+                    for u in parts.units.iter().filter(|u| !u.call_id.is_empty()) {
+                        let n = uses.entry(u.call_id.clone()).or_insert(0);
+                        *n += 1;
+                        let id = if *n == 1 {
+                            u.call_id.clone()
+                        } else {
+                            CallId::from(format!("{}#{n}", u.call_id))
+                        };
+                        if !seen.insert(id.clone()) {
+                            continue;
+                        }
+                        if id != u.call_id {
+                            renamed.insert(id.clone(), u.call_id.clone());
+                        }
+                        current.insert(u.call_id.clone(), id.clone());
+                        units.push(Unit {
+                            call_id: id,
+                            ..u.clone()
+                        });
+                    }
+                    let record = Record::summary(units.iter().map(|u| u.call_id.clone()), *tokens);
+                    let payload = payloads.then(|| Payload::Summary {
+                        text: Some(parts.prose.clone()),
+                        units,
+                    });
+                    (record, payload)
+                }
+                _ => (plain(), None),
             };
-            let bound = !records.is_empty() && (k > 0 || m.bound);
-            records.push(if bound {
+            let bound = !entries.is_empty() && (k > 0 || m.bound);
+            let record = if bound {
                 record.bound_to_previous()
             } else {
                 record
-            });
+            };
+            entries.push(Entry::new(record, payload.unwrap_or_default()));
             owner.push(index);
         }
     }
-    (records, owner)
+    Built {
+        entries,
+        owner,
+        renamed,
+    }
 }

@@ -1,18 +1,36 @@
 //! Claude Code session JSONL: one record per line. `user` and `assistant` records
 //! carry a raw Anthropic `message`, but one content block per assistant record
-//! (parallel `tool_use` blocks are separate records sharing `message.id`) and one
-//! `tool_result` per user record. Consecutive records of one role are merged back
-//! into the API message they came from (the API merges consecutive same-role
-//! messages too). A `system` record with subtype `compact_boundary` restarts the
-//! history; the `isCompactSummary` user record after it opens the new history.
-//! `progress`, `file-history-snapshot`, `queue-operation` and other records are not
-//! messages and are skipped.
+//! (parallel `tool_use` blocks are separate records sharing `message.id`) and, per
+//! user record, the `tool_result` of one tool (with `sourceToolAssistantUUID`, the
+//! assistant record that called it), written as soon as that tool finishes. The calls
+//! and results of one API message therefore interleave in the file (use, use, result,
+//! use, result, result, ...).
+//!
+//! The reader rebuilds the API messages as the request was built: assistant records
+//! sharing `message.id` are one assistant message, wherever the results of its earlier
+//! calls fell; the results answering that message (found by
+//! `sourceToolAssistantUUID`, or by their `tool_use_id`) go into the one user message
+//! after it, results first and text typed while the tools ran after them, as Claude
+//! Code sends them. Other consecutive records of one role are merged (the API merges
+//! consecutive same-role messages too). Every block keeps the line of its record.
+//!
+//! A `system` record with subtype `compact_boundary` and no `parentUuid` restarts the
+//! history (Claude Code's own compaction); the `isCompactSummary` user record after it
+//! opens the new history and is read as an earlier summary ([`Block::Summary`]). A
+//! boundary that names a `parentUuid` keeps the chain (cutpoint writes one when a
+//! pinned head stays before it), so the history goes on through it. `progress`,
+//! `file-history-snapshot`, `queue-operation` and other records are not messages and
+//! are skipped.
+
+use std::collections::HashSet;
+use std::ops::Range;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, lines};
-use super::{FormatError, Message, Role, TokenCounter, anthropic};
+use super::json_doc::{JsonStr, describe, lines, opt_str, text_of};
+use super::{Block, FormatError, Message, Role, TokenCounter, anthropic, summary_in_text};
+use crate::CallId;
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -24,6 +42,14 @@ struct Line<'a> {
     message: Option<&'a RawValue>,
     #[serde(rename = "isSidechain", default)]
     sidechain: bool,
+    #[serde(borrow, default)]
+    uuid: Option<JsonStr<'a>>,
+    #[serde(rename = "parentUuid", borrow, default)]
+    parent: Option<JsonStr<'a>>,
+    #[serde(rename = "sourceToolAssistantUUID", borrow, default)]
+    source: Option<JsonStr<'a>>,
+    #[serde(rename = "isCompactSummary", default)]
+    compact_summary: bool,
 }
 
 #[derive(Deserialize)]
@@ -31,25 +57,195 @@ struct Msg<'a> {
     #[serde(default)]
     role: Option<&'a str>,
     #[serde(borrow, default)]
+    id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
     content: Option<&'a RawValue>,
 }
 
-/// Reads a Claude Code session. **O(len)**.
+/// The assistant message being answered: the last one rebuilt.
+struct Open {
+    /// Its index.
+    at: usize,
+    /// Its `message.id`, if the records carry one.
+    id: Option<String>,
+    /// The `uuid`s of its records.
+    uuids: HashSet<String>,
+    /// Its calls' ids.
+    calls: HashSet<CallId>,
+    /// How many result blocks lead the user message right after it (where the next
+    /// result goes); `None` until that message exists.
+    leading_results: Option<usize>,
+}
+
+/// One conversation of the file (the main one, or a subagent's sidechain).
+#[derive(Default)]
+struct Conversation {
+    messages: Vec<Message>,
+    open: Option<Open>,
+    /// A compaction boundary was read and no message came after it yet.
+    boundary: bool,
+}
+
+/// A record's blocks, each with its line.
+type Blocks = Vec<(Block, u64)>;
+
+impl Conversation {
+    /// A new message for the record at `line`.
+    fn push(&mut self, role: Role, line: usize, span: Range<usize>, blocks: Blocks) {
+        self.messages.push(Message {
+            starts_history: std::mem::take(&mut self.boundary),
+            ..Message::from_line(role, line, span, blocks)
+        });
+    }
+
+    /// Whether the next record may merge into the last message: not across a
+    /// compaction boundary.
+    fn last_of(&mut self, role: Role) -> Option<&mut Message> {
+        if self.boundary {
+            return None;
+        }
+        self.messages.last_mut().filter(|m| m.role == role)
+    }
+
+    fn assistant(&mut self, line: usize, span: Range<usize>, blocks: Blocks, rec: &Record) {
+        let same = self.open.as_ref().is_some_and(|o| {
+            !self.boundary
+                && match (&o.id, &rec.message_id) {
+                    (Some(a), Some(b)) => a == b,
+                    // Records without an id merge while nothing came after them.
+                    (None, None) => o.at + 1 == self.messages.len(),
+                    _ => false,
+                }
+        });
+        let calls: HashSet<CallId> = blocks
+            .iter()
+            .filter_map(|(b, _)| match b {
+                Block::Call { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        if let (true, Some(open)) = (same, self.open.as_mut()) {
+            let m = &mut self.messages[open.at];
+            m.spans.push(span);
+            for (block, tokens) in blocks {
+                m.push_block(block, tokens, line);
+            }
+            open.uuids.extend(rec.uuid.clone());
+            open.calls.extend(calls);
+            return;
+        }
+        self.push(Role::Assistant, line, span, blocks);
+        self.open = Some(Open {
+            at: self.messages.len() - 1,
+            id: rec.message_id.clone(),
+            uuids: rec.uuid.iter().cloned().collect(),
+            calls,
+            leading_results: None,
+        });
+    }
+
+    fn user(&mut self, line: usize, span: Range<usize>, blocks: Blocks, rec: &Record) {
+        // Does this record answer the open assistant message?
+        let answers = self.open.as_ref().is_some_and(|o| {
+            rec.source.as_ref().is_some_and(|s| o.uuids.contains(s))
+                || blocks.iter().any(|(b, _)| match b {
+                    Block::Result { id, .. } => o.calls.contains(id),
+                    _ => false,
+                })
+        });
+        let answer_at = self.open.as_ref().map(|o| o.at + 1);
+        // An earlier summary always opens a message of its own.
+        let merge = !rec.compact_summary && self.last_of(Role::User).is_some();
+        if !merge {
+            let leading = blocks
+                .iter()
+                .take_while(|(b, _)| matches!(b, Block::Result { .. }))
+                .count();
+            self.push(Role::User, line, span, blocks);
+            if let Some(o) = self
+                .open
+                .as_mut()
+                .filter(|o| o.at + 2 == self.messages.len())
+            {
+                o.leading_results = Some(leading);
+            }
+            return;
+        }
+        let at = self.messages.len() - 1;
+        let m = &mut self.messages[at];
+        m.spans.push(span);
+        let leading = match self.open.as_mut() {
+            Some(o) if answers && answer_at == Some(at) => o.leading_results.as_mut(),
+            _ => None,
+        };
+        match leading {
+            // Results first, as the request had them; text typed meanwhile after them.
+            Some(leading) => {
+                for (block, tokens) in blocks {
+                    if matches!(block, Block::Result { .. }) {
+                        m.blocks.insert(*leading, (block, tokens));
+                        m.block_lines.insert(*leading, line);
+                        *leading += 1;
+                    } else {
+                        m.push_block(block, tokens, line);
+                    }
+                }
+            }
+            None => {
+                for (block, tokens) in blocks {
+                    m.push_block(block, tokens, line);
+                }
+            }
+        }
+    }
+
+    /// Marks every message whose records interleave with an earlier message's as
+    /// bound to the one before it: no cut may fall where the file does not split the
+    /// two, so a rewrite can keep and drop whole lines. **O(messages)**.
+    fn finish(mut self) -> Vec<Message> {
+        let mut end = 0;
+        for m in &mut self.messages {
+            let start = m.spans.first().map_or(end, |s| s.start);
+            if start < end {
+                m.bound = true;
+            }
+            end = m.spans.iter().map(|s| s.end).fold(end, usize::max);
+        }
+        self.messages
+    }
+}
+
+/// What a user or assistant record says besides its blocks.
+struct Record {
+    uuid: Option<String>,
+    source: Option<String>,
+    message_id: Option<String>,
+    compact_summary: bool,
+}
+
+/// Reads a Claude Code session. **O(len)** expected.
 ///
 /// Records with `isSidechain: true` belong to a subagent's conversation, which older
 /// versions wrote into the main file: they are read as their own log, which is
 /// returned only when the file holds nothing else (a subagent's own file).
 pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message>, FormatError> {
-    let mut main: Vec<Message> = Vec::new();
-    let mut side: Vec<Message> = Vec::new();
-    let mut boundary = false;
+    let mut main = Conversation::default();
+    let mut side = Conversation::default();
     for (line, span) in lines(text) {
         let body = &text[span.clone()];
         let invalid = |message: String| FormatError::Invalid { line, message };
         let record: Line<'_> = serde_json::from_str(body).map_err(|e| invalid(describe(&e)))?;
+        let conversation = if record.sidechain {
+            &mut side
+        } else {
+            &mut main
+        };
         match (record.kind, record.subtype) {
             (Some("system"), Some("compact_boundary")) => {
-                boundary = true;
+                if opt_str(&record.parent).is_none() {
+                    conversation.boundary = true;
+                    conversation.open = None;
+                }
                 continue;
             }
             (Some("user" | "assistant"), _) => {}
@@ -65,30 +261,34 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             Some("assistant") => Role::Assistant,
             other => return Err(invalid(format!("message with unknown role {other:?}"))),
         };
-        let mut blocks =
-            anthropic::blocks(msg.content, counter).map_err(|m| invalid(format!("message.{m}")))?;
-        if blocks.is_empty() {
-            blocks.push((super::Block::Text, counter.count(raw.get())));
-        }
-        let messages = if record.sidechain {
-            &mut side
+        let mut blocks: Blocks = if record.compact_summary && role == Role::User {
+            // Claude Code's summary (or cutpoint's, in the same shape): its text.
+            let text = msg.content.map(|c| text_of(c.get())).unwrap_or_default();
+            vec![(
+                summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
+                counter.count(raw.get()),
+            )]
         } else {
-            &mut main
+            anthropic::blocks(msg.content, role, counter)
+                .map_err(|m| invalid(format!("message.{m}")))?
+                .into_iter()
+                .map(|(b, t, _)| (b, t))
+                .collect()
         };
-        match messages.last_mut() {
-            Some(last) if last.role == role && (!boundary || record.sidechain) => {
-                last.spans.push(span);
-                last.blocks.extend(blocks);
-            }
-            _ => messages.push(Message {
-                role,
-                line,
-                spans: vec![span],
-                blocks,
-                bound: false,
-                starts_history: !record.sidechain && std::mem::take(&mut boundary),
-            }),
+        if blocks.is_empty() {
+            blocks.push((Block::Text, counter.count(raw.get())));
+        }
+        let rec = Record {
+            uuid: opt_str(&record.uuid).map(str::to_owned),
+            source: opt_str(&record.source).map(str::to_owned),
+            message_id: opt_str(&msg.id).map(str::to_owned),
+            compact_summary: record.compact_summary,
+        };
+        match role {
+            Role::Assistant => conversation.assistant(line, span, blocks, &rec),
+            _ => conversation.user(line, span, blocks, &rec),
         }
     }
-    Ok(if main.is_empty() { side } else { main })
+    let main = main.finish();
+    Ok(if main.is_empty() { side.finish() } else { main })
 }

@@ -38,7 +38,8 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             Some("response_item") => {
                 let parsed = openai_responses::item(payload.get(), counter)
                     .map_err(|m| invalid(format!("payload: {m}")))?;
-                messages.push(Message::from_span(parsed.role, line, span, parsed.blocks));
+                let role = parsed.role;
+                messages.push(Message::from_line(role, line, span, parsed.into_blocks()));
             }
             Some("compacted") => {
                 let compacted: Compacted<'_> = serde_json::from_str(payload.get())
@@ -52,18 +53,14 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 {
                     let parsed = openai_responses::item(item.get(), counter)
                         .map_err(|m| invalid(format!("replacement_history.{k}: {m}")))?;
-                    blocks.extend(parsed.blocks);
+                    blocks.extend(parsed.into_blocks());
                 }
                 if blocks.is_empty() {
                     blocks.push((Block::Text, counter.count(payload.get())));
                 }
                 messages.push(Message {
-                    role: Role::Compacted,
-                    line,
-                    spans: vec![span],
-                    blocks,
-                    bound: false,
                     starts_history: true,
+                    ..Message::from_line(Role::Compacted, line, span, blocks)
                 });
             }
             _ => {}

@@ -3,7 +3,38 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Format, FormatError, json_doc};
+use super::{Format, FormatError, gemini_cli, json_doc};
+
+/// The item `type`s of OpenAI Responses input (and Anthropic's `message` objects):
+/// an element with any other `type` belongs to no format cutpoint reads.
+const RESPONSES_TYPES: [&str; 26] = [
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "computer_call",
+    "computer_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "reasoning",
+    "web_search_call",
+    "file_search_call",
+    "image_generation_call",
+    "code_interpreter_call",
+    "mcp_call",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "item_reference",
+    "compaction",
+    "tool_search_call",
+    "tool_search_output",
+];
 
 /// How many messages or lines detection looks at.
 const SAMPLE: usize = 200;
@@ -20,39 +51,72 @@ pub fn detect(text: &str) -> Result<Format, FormatError> {
     if trimmed.is_empty() {
         return Err(undetected("the input is empty"));
     }
-    // JSONL: the first line is a complete JSON object on its own.
-    let first_line = trimmed.lines().next().unwrap_or("");
-    if first_line.starts_with('{') {
-        if let Ok(Value::Object(first)) = serde_json::from_str::<Value>(first_line) {
-            if trimmed.len() > first_line.len() || !first_line_holds_messages(&first) {
-                return detect_lines(trimmed);
-            }
+    // JSONL: the first line is a complete JSON object on its own, and either more
+    // lines follow or it holds no messages (a request body captured on one line is
+    // a JSON document, never records).
+    if !is_one_line_document(text) {
+        let first_line = trimmed.lines().next().unwrap_or("");
+        if first_line.starts_with('{')
+            && matches!(
+                serde_json::from_str::<Value>(first_line),
+                Ok(Value::Object(_))
+            )
+        {
+            return detect_lines(trimmed);
         }
     }
     let doc = json_doc::split(text, Format::OpenAiChat)
         .map_err(|e| undetected(&format!("not JSON lines, and not a JSON document: {e}")))?;
-    let holder_key = holder_key(trimmed);
+    let holder = holder_keys(trimmed);
     let mut scores = Scores::default();
+    let mut task_records = 0;
     for raw in doc.elements.iter().take(SAMPLE) {
         if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+            task_records += usize::from(is_task_record(&value));
             scores.add(&value);
         }
     }
-    match holder_key.as_deref() {
+    if task_records > 0 && task_records == doc.elements.len().min(SAMPLE) {
+        return Err(undetected(&format!(
+            "a tau-bench results file: {} task records, each holding one trajectory under `traj` (OpenAI Chat messages); read one trajectory at a time, e.g. `jq '{{messages: .[0].traj}}' FILE`",
+            doc.elements.len()
+        )));
+    }
+    match holder.key.as_deref() {
         Some("contents") => scores.gemini += 1,
         Some("input") => scores.responses += 1,
         _ => {}
     }
+    if holder.session && holder.key.as_deref() == Some("messages") {
+        scores.gemini_cli += 1;
+    }
     scores.decide()
 }
 
-fn first_line_holds_messages(first: &serde_json::Map<String, Value>) -> bool {
-    ["messages", "input", "contents", "history"]
-        .iter()
-        .any(|k| first.get(*k).is_some_and(Value::is_array))
+/// Whether `text` is one JSON object holding a message array (`messages`, `input`,
+/// `contents` or `history`) on a single line: a request body as a proxy captures it,
+/// which is a JSON document of its provider's format, never one line of JSONL.
+/// **O(len)**.
+pub fn is_one_line_document(text: &str) -> bool {
+    let body = text.trim();
+    if !body.starts_with('{') || body.contains('\n') {
+        return false;
+    }
+    matches!(serde_json::from_str::<Value>(body), Ok(Value::Object(first)) if
+        ["messages", "input", "contents", "history"]
+            .iter()
+            .any(|k| first.get(*k).is_some_and(Value::is_array)))
 }
 
-fn holder_key(text: &str) -> Option<String> {
+/// What the top-level object says: the key holding the messages, and whether it is
+/// a Gemini CLI session (`sessionId` / `projectHash`).
+#[derive(Default)]
+struct Holder {
+    key: Option<String>,
+    session: bool,
+}
+
+fn holder_keys(text: &str) -> Holder {
     #[derive(Deserialize)]
     struct Keys {
         #[serde(default)]
@@ -61,18 +125,33 @@ fn holder_key(text: &str) -> Option<String> {
         input: Option<serde::de::IgnoredAny>,
         #[serde(default)]
         contents: Option<serde::de::IgnoredAny>,
+        #[serde(rename = "sessionId", default)]
+        session_id: Option<serde::de::IgnoredAny>,
+        #[serde(rename = "projectHash", default)]
+        project_hash: Option<serde::de::IgnoredAny>,
     }
     if !text.starts_with('{') {
-        return None;
+        return Holder::default();
     }
-    let keys: Keys = serde_json::from_str(text).ok()?;
-    if keys.messages.is_some() {
+    let Ok(keys) = serde_json::from_str::<Keys>(text) else {
+        return Holder::default();
+    };
+    let key = if keys.messages.is_some() {
         Some("messages".into())
     } else if keys.contents.is_some() {
         Some("contents".into())
     } else {
         keys.input.map(|_| "input".into())
+    };
+    Holder {
+        key,
+        session: keys.session_id.is_some() || keys.project_hash.is_some(),
     }
+}
+
+/// A tau-bench task record: `{"task_id", "traj": [...], ...}`.
+fn is_task_record(v: &Value) -> bool {
+    v.get("traj").is_some_and(Value::is_array) && v.get("task_id").is_some()
 }
 
 fn detect_lines(text: &str) -> Result<Format, FormatError> {
@@ -115,6 +194,9 @@ struct Scores {
     chat: u32,
     responses: u32,
     gemini: u32,
+    gemini_cli: u32,
+    /// Item `type`s no format knows, as seen (at most a few).
+    unknown: Vec<String>,
 }
 
 impl Scores {
@@ -123,6 +205,18 @@ impl Scores {
         let Value::Object(m) = v else { return };
         let role = m.get("role").and_then(Value::as_str);
         let kind = m.get("type").and_then(Value::as_str);
+        if let Some(k) = kind.filter(|_| role.is_none()) {
+            if gemini_cli::TYPES.contains(&k) {
+                self.gemini_cli += 1;
+                return;
+            }
+        }
+        if let Some(k) = kind.filter(|k| !RESPONSES_TYPES.contains(k)) {
+            if !self.unknown.iter().any(|u| u == k) && self.unknown.len() < 5 {
+                self.unknown.push(k.to_owned());
+            }
+            return;
+        }
         if m.contains_key("parts") || role == Some("model") {
             self.gemini += 1;
         }
@@ -152,11 +246,19 @@ impl Scores {
     }
 
     fn decide(&self) -> Result<Format, FormatError> {
+        if !self.unknown.is_empty() {
+            let seen: Vec<String> = self.unknown.iter().map(|k| format!("{k:?}")).collect();
+            return Err(undetected(&format!(
+                "the items have `type`s no format cutpoint reads knows: {}",
+                seen.join(", ")
+            )));
+        }
         let all = [
             (Format::AnthropicMessages, self.anthropic),
             (Format::OpenAiChat, self.chat),
             (Format::OpenAiResponses, self.responses),
             (Format::Gemini, self.gemini),
+            (Format::GeminiCli, self.gemini_cli),
         ];
         let seen: Vec<Format> = all
             .iter()

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{describe, result_line};
-use super::{Block, Message, Parsed, Role, TokenCounter};
+use super::{Block, Message, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -60,7 +60,7 @@ struct Response<'a> {
 const NO_ID: char = '\0';
 
 /// Parses one Gemini content. **O(len)**.
-pub(crate) fn content(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let content: Content<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let role = match content.role.as_deref() {
         Some("user") | None => Role::User,
@@ -90,12 +90,14 @@ pub(crate) fn content(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
                 }
             }
             (None, None) if part.thought == Some(true) => Block::Reasoning,
+            // A user turn's text holding cutpoint's ledger is an earlier summary.
+            (None, None) if role == Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
             (None, None) => Block::Text,
         };
-        blocks.push((block, tokens));
+        blocks.push((block, tokens, raw.get()));
     }
     if blocks.is_empty() {
-        blocks.push((Block::Text, counter.count(text)));
+        blocks.push((Block::Text, counter.count(text), text));
     }
     Ok(Parsed { role, blocks })
 }

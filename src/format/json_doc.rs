@@ -97,13 +97,48 @@ pub(crate) fn span_of(text: &str, raw: &RawValue) -> Range<usize> {
     start..start + raw.get().len()
 }
 
-/// The 1-based line holding byte `offset` of `text`. **O(offset)**.
+/// The 1-based line of any byte offset of a text: the offsets where its lines start,
+/// found in one forward pass, then a binary search per lookup. Reading a JSON document
+/// asks for the line of every message and block; counting newlines from the start for
+/// each would be quadratic in the file.
+pub(crate) struct LineIndex {
+    /// Byte offset just past each `\n`, in increasing order.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// The index of `text`. **O(len)**.
+    pub(crate) fn new(text: &str) -> LineIndex {
+        let starts = text
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        LineIndex { starts }
+    }
+
+    /// The 1-based line holding byte `offset`. **O(log lines)**.
+    pub(crate) fn line(&self, offset: usize) -> usize {
+        1 + self.starts.partition_point(|&s| s <= offset)
+    }
+}
+
+/// The 1-based line holding byte `offset` of `text`, for one lookup (an error's
+/// place). **O(offset)**; repeated lookups use a [`LineIndex`].
 pub(crate) fn line_at(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     1 + text.as_bytes()[..end]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
+}
+
+/// Where `part` (a slice borrowed from `text`) starts in `text`, or `None` when it is
+/// not part of it. **O(1)**.
+pub(crate) fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (start + part.len() <= text.len()).then_some(start)
 }
 
 fn invalid(e: &serde_json::Error) -> FormatError {
@@ -277,6 +312,38 @@ fn first_line_of_string(literal: &str) -> Option<String> {
     serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
 }
 
+/// The text of a message's content or of a text part: a JSON string, or the `text`
+/// of each element of an array (blocks, parts) joined by blank lines, or the `text`
+/// of an object; otherwise the JSON text itself. **O(len)**.
+pub(crate) fn text_of(raw: &str) -> String {
+    #[derive(Deserialize)]
+    struct Text<'a> {
+        #[serde(borrow, default)]
+        text: Option<&'a RawValue>,
+    }
+    let texts = |raws: Vec<&RawValue>| {
+        raws.into_iter()
+            .filter_map(|r| match r.get().as_bytes().first() {
+                Some(b'"') => serde_json::from_str::<String>(r.get()).ok(),
+                _ => serde_json::from_str::<Text<'_>>(r.get())
+                    .ok()?
+                    .text
+                    .and_then(|t| serde_json::from_str::<String>(t.get()).ok()),
+            })
+            .collect::<Vec<String>>()
+            .join("\n\n")
+    };
+    match raw.trim_start().as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned()),
+        Some(b'[') => {
+            serde_json::from_str::<Vec<&RawValue>>(raw).map_or_else(|_| raw.to_owned(), texts)
+        }
+        Some(b'{') => serde_json::from_str::<&RawValue>(raw)
+            .map_or_else(|_| raw.to_owned(), |r| texts(vec![r])),
+        _ => raw.to_owned(),
+    }
+}
+
 /// The text of a JSON string value, or the JSON text itself for anything else.
 /// **O(len)**.
 pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
@@ -318,6 +385,20 @@ mod tests {
         }
         let plain: JsonStr<'_> = serde_json::from_str(r#""plain""#).expect("a string");
         assert!(matches!(plain.0, Cow::Borrowed("plain")));
+    }
+
+    #[test]
+    fn line_index_agrees_with_counting_newlines() {
+        for text in ["", "a", "\n", "a\nb", "a\n\nbc\n", "\r\n{\n}\n"] {
+            let index = LineIndex::new(text);
+            for offset in 0..=text.len() + 1 {
+                assert_eq!(
+                    index.line(offset),
+                    line_at(text, offset),
+                    "{text:?} at {offset}"
+                );
+            }
+        }
     }
 
     #[test]

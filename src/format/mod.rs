@@ -17,24 +17,30 @@
 //! | [`Format::OpenAiChat`] | JSON array / `{"messages": [...]}` (also `history`) | OpenAI Chat Completions |
 //! | [`Format::OpenAiResponses`] | JSON array / `{"input": [...]}` | OpenAI Responses |
 //! | [`Format::Gemini`] | JSON array / `{"contents": [...]}` | Google Gemini |
+//! | [`Format::GeminiCli`] | Gemini CLI session `{"sessionId", "messages": [...]}` | Google Gemini |
 //! | [`Format::ClaudeCode`] | Claude Code session JSONL | Anthropic Messages |
 //! | [`Format::CodexRollout`] | Codex rollout JSONL | OpenAI Responses |
 //!
 //! Positions: [`Message::line`] is the 1-based line of the file where the message
-//! starts (for JSON documents too, computed from its byte offset), and messages are
-//! numbered from 0 in log order.
+//! starts and [`Message::block_line`] the line of each of its blocks (for JSON
+//! documents too, computed from byte offsets with one index of the file's line
+//! starts, so reading stays linear in the bytes); messages are numbered from 0 in log
+//! order.
 
 use std::fmt;
 use std::ops::Range;
 
+use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
 mod anthropic;
 mod build;
 mod claude_code;
 mod codex;
+mod defer;
 mod detect;
 mod gemini;
+mod gemini_cli;
 mod json_doc;
 pub mod live;
 mod openai_chat;
@@ -46,7 +52,8 @@ mod sse;
 mod tokens;
 mod usage;
 
-pub use detect::detect;
+pub use defer::{DeferReport, IndexSpace, NearCut};
+pub use detect::{detect, is_one_line_document};
 pub use rules::{Rule, RuleViolation, check_rules};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
@@ -71,11 +78,14 @@ pub enum Format {
     ClaudeCode,
     /// Codex rollout JSONL (`response_item` lines are the history).
     CodexRollout,
+    /// Gemini CLI session file (`{"sessionId", "messages": [{"type": "user" |
+    /// "gemini", "content", "toolCalls": [...]}]}`): each call with its result.
+    GeminiCli,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Records,
         Format::AnthropicMessages,
         Format::OpenAiChat,
@@ -83,6 +93,7 @@ impl Format {
         Format::Gemini,
         Format::ClaudeCode,
         Format::CodexRollout,
+        Format::GeminiCli,
     ];
 
     /// The name the CLI uses (`--format NAME`). **O(1)**.
@@ -95,6 +106,7 @@ impl Format {
             Format::Gemini => "gemini",
             Format::ClaudeCode => "claude-code",
             Format::CodexRollout => "codex",
+            Format::GeminiCli => "gemini-cli",
         }
     }
 
@@ -111,6 +123,7 @@ impl Format {
                 | Format::OpenAiChat
                 | Format::OpenAiResponses
                 | Format::Gemini
+                | Format::GeminiCli
         )
     }
 }
@@ -168,6 +181,38 @@ pub enum Block {
         /// ([`compact::first_line`](crate::compact::first_line)); empty if it has none.
         first_line: String,
     },
+    /// An earlier compaction's summary, in a user message: cutpoint's own (its text
+    /// holds the ledger [`SummaryParts::text`](crate::compact::SummaryParts::text)
+    /// writes, read back into parts) or a runtime's (Claude Code's `isCompactSummary`
+    /// record: all prose). It covers the calls its units list; a later compaction
+    /// folds it into the new summary.
+    Summary(SummaryParts),
+}
+
+impl Block {
+    /// A runtime's own summary: `text` as prose, no units. **O(len)**.
+    pub(crate) fn summary_of(text: &str) -> Block {
+        Block::Summary(SummaryParts::new(text.to_owned(), Vec::new(), Vec::new()))
+    }
+}
+
+/// The earlier summary a user message's text holds, if it holds cutpoint's ledger.
+/// **O(len)**.
+pub(crate) fn summary_in_text(text: &str) -> Option<Block> {
+    if !text.contains(LEDGER_HEADING) {
+        return None;
+    }
+    SummaryParts::parse(text).map(Block::Summary)
+}
+
+/// [`summary_in_text`] for the JSON of a user message's content or text (a string,
+/// or an array of blocks or parts with `text`): only a JSON text that holds the
+/// ledger heading (which needs no escaping) is read as text. **O(len)**.
+pub(crate) fn summary_in(raw: &str) -> Option<Block> {
+    if !raw.contains(LEDGER_HEADING) {
+        return None;
+    }
+    summary_in_text(&json_doc::text_of(raw))
 }
 
 /// One message of a transcript.
@@ -183,6 +228,11 @@ pub struct Message {
     pub spans: Vec<Range<usize>>,
     /// Its blocks, in order, with their token estimates. Never empty.
     pub blocks: Vec<(Block, u64)>,
+    /// The 1-based line of the input where each block's JSON starts, one per block
+    /// (`block_lines[k]` for `blocks[k]`): the line of the record holding it in JSONL
+    /// (a rebuilt Claude Code message spans several records), of the block itself in a
+    /// JSON document. Violations name it ([`Message::block_line`]).
+    pub block_lines: Vec<usize>,
     /// Whether a provider binds this message to the one before it (no cut between).
     pub bound: bool,
     /// Whether it is the first message after a compaction boundary of the file
@@ -191,9 +241,9 @@ pub struct Message {
 }
 
 impl Message {
-    /// A message read from one span of the input (one JSON value or line), not bound
-    /// to the one before it and not starting a history. **O(1)**.
-    pub(crate) fn from_span(
+    /// A message read from one line of JSONL, every block on that line, not bound to
+    /// the one before it and not starting a history. **O(blocks)**.
+    pub(crate) fn from_line(
         role: Role,
         line: usize,
         span: Range<usize>,
@@ -203,10 +253,23 @@ impl Message {
             role,
             line,
             spans: vec![span],
+            block_lines: vec![line; blocks.len()],
             blocks,
             bound: false,
             starts_history: false,
         }
+    }
+
+    /// The 1-based line where block `k` starts (the message's line when `k` is out of
+    /// range). **O(1)**.
+    pub fn block_line(&self, k: usize) -> usize {
+        self.block_lines.get(k).copied().unwrap_or(self.line)
+    }
+
+    /// Appends a block read on `line`. **O(1)** amortized.
+    pub(crate) fn push_block(&mut self, block: Block, tokens: u64, line: usize) {
+        self.blocks.push((block, tokens));
+        self.block_lines.push(line);
     }
 
     /// The message's tool calls: `(block index, id, name)`. **O(blocks)**.
@@ -231,10 +294,12 @@ impl Message {
             })
     }
 
-    /// Whether the message holds something other than calls, results and reasoning:
-    /// a sign the conversation moved on. **O(blocks)**.
+    /// Whether the message holds something other than calls, results and reasoning
+    /// (text, or an earlier summary): a sign the conversation moved on. **O(blocks)**.
     pub fn has_text(&self) -> bool {
-        self.blocks.iter().any(|(b, _)| matches!(b, Block::Text))
+        self.blocks
+            .iter()
+            .any(|(b, _)| matches!(b, Block::Text | Block::Summary(_)))
     }
 
     /// Tokens of all its blocks. **O(blocks)**.
@@ -306,24 +371,28 @@ pub fn read(
         Format::AnthropicMessages
         | Format::OpenAiChat
         | Format::OpenAiResponses
-        | Format::Gemini => {
+        | Format::Gemini
+        | Format::GeminiCli => {
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
+            // One pass for every line number: the document's lines are indexed once.
+            let lines = json_doc::LineIndex::new(text);
             let mut messages = Vec::with_capacity(doc.elements.len());
             for (index, raw) in doc.elements.iter().enumerate() {
                 let span = json_doc::span_of(text, raw);
-                let line = json_doc::line_at(text, span.start);
+                let line = lines.line(span.start);
                 let parsed = match format {
                     Format::AnthropicMessages => anthropic::message(raw.get(), counter),
                     Format::OpenAiChat => openai_chat::message(raw.get(), counter),
                     Format::OpenAiResponses => openai_responses::item(raw.get(), counter),
+                    Format::GeminiCli => gemini_cli::message(raw.get(), index, counter),
                     _ => gemini::content(raw.get(), counter),
                 }
                 .map_err(|m| FormatError::Invalid {
                     line,
                     message: format!("message {index}: {m}"),
                 })?;
-                messages.push(Message::from_span(parsed.role, line, span, parsed.blocks));
+                messages.push(parsed.into_message(text, &lines, span));
             }
             (messages, Some(doc.array_span))
         }
@@ -338,10 +407,34 @@ pub fn read(
     Ok(transcript)
 }
 
-/// What a per-element parser returns: a role and blocks (never empty).
-pub(crate) struct Parsed {
+/// What a per-element parser returns: a role and blocks (never empty), each with
+/// the text its JSON was read from (a slice of the input, or the element itself for
+/// a block that is the whole element), so that a JSON document's reader can name the
+/// line of every block.
+pub(crate) struct Parsed<'a> {
     pub(crate) role: Role,
-    pub(crate) blocks: Vec<(Block, u64)>,
+    pub(crate) blocks: Vec<(Block, u64, &'a str)>,
+}
+
+impl Parsed<'_> {
+    /// The message of a JSON document's element at `span` of `text`: each block's
+    /// line is where its JSON starts (the element's start for a block that is not a
+    /// slice of `text`). **O(blocks log lines)**.
+    fn into_message(self, text: &str, lines: &json_doc::LineIndex, span: Range<usize>) -> Message {
+        let line = lines.line(span.start);
+        let mut message = Message::from_line(self.role, line, span, Vec::new());
+        for (block, tokens, at) in self.blocks {
+            let block_line = json_doc::offset_in(text, at).map_or(line, |o| lines.line(o));
+            message.push_block(block, tokens, block_line);
+        }
+        message
+    }
+
+    /// The blocks without their texts (JSONL: every block is on the record's line).
+    /// **O(blocks)**.
+    pub(crate) fn into_blocks(self) -> Vec<(Block, u64)> {
+        self.blocks.into_iter().map(|(b, t, _)| (b, t)).collect()
+    }
 }
 
 impl Transcript {
@@ -394,6 +487,15 @@ impl Transcript {
             .legal_cuts()
             .map(|c| self.message_at(&owner, c))
             .collect())
+    }
+
+    /// Tokens of the live history (messages from
+    /// [`live_from`](Transcript::live_from)): what its [`tracker`](Transcript::tracker)
+    /// totals. **O(blocks)**.
+    pub fn live_tokens(&self) -> u64 {
+        self.messages[self.live_from()..]
+            .iter()
+            .fold(0u64, |a, m| a.saturating_add(m.tokens()))
     }
 
     /// Total tokens of all messages. **O(blocks)**.

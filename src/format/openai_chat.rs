@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{describe, result_line};
-use super::{Block, Parsed, Role, TokenCounter};
+use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -39,7 +39,7 @@ struct Function<'a> {
 }
 
 /// Parses one Chat Completions message. **O(len)**.
-pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let role = match msg.role.as_str() {
         "user" => Role::User,
@@ -67,6 +67,7 @@ pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
                     first_line: first_line.clone(),
                 },
                 share,
+                text,
             ));
         }
         return Ok(Parsed { role, blocks });
@@ -77,7 +78,12 @@ pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
     let calls = msg.tool_calls.unwrap_or_default();
     if has_content || calls.is_empty() {
         let tokens = msg.content.map_or(1, |c| counter.count(c.get()));
-        blocks.push((Block::Text, tokens));
+        // A user message holding cutpoint's ledger is an earlier summary.
+        let block = match (role, msg.content) {
+            (Role::User, Some(c)) => summary_in(c.get()).unwrap_or(Block::Text),
+            _ => Block::Text,
+        };
+        blocks.push((block, tokens, msg.content.map_or(text, RawValue::get)));
     }
     for (k, raw) in calls.into_iter().enumerate() {
         let call: ToolCall<'_> = serde_json::from_str(raw.get())
@@ -100,6 +106,7 @@ pub(crate) fn message(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, 
                 arguments,
             },
             counter.count(raw.get()),
+            raw.get(),
         ));
     }
     Ok(Parsed { role, blocks })

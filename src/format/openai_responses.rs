@@ -7,11 +7,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
-use super::{Block, Parsed, Role, TokenCounter};
+use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
-/// The fields of an item that matter; the rest (message content, encrypted
-/// reasoning, ...) is skipped without being copied.
+/// The fields of an item that matter; the rest (encrypted reasoning, ...) is skipped
+/// without being copied (message content is borrowed, and read only when it holds
+/// cutpoint's ledger).
 #[derive(Deserialize)]
 struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -30,6 +31,8 @@ struct Item<'a> {
     action: Option<&'a RawValue>,
     #[serde(borrow, default)]
     output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
 }
 
 /// Item types that are calls answered by a `<type>_output` item with the same
@@ -43,7 +46,7 @@ pub(crate) const PAIRED_CALLS: [&str; 5] = [
 ];
 
 /// Parses one Responses input item. **O(len)**.
-pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, String> {
+pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let tokens = counter.count(text);
     let kind = opt_str(&item.kind).unwrap_or("message");
@@ -78,6 +81,11 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
     } else {
         Block::Text
     };
+    // A user message holding cutpoint's ledger is an earlier summary.
+    let block = match (kind, opt_str(&item.role), item.content) {
+        ("message", Some("user"), Some(content)) => summary_in(content.get()).unwrap_or(block),
+        _ => block,
+    };
     let role = match (kind, opt_str(&item.role)) {
         ("message", Some("user")) => Role::User,
         ("message", Some("assistant")) => Role::Assistant,
@@ -87,6 +95,6 @@ pub(crate) fn item(text: &str, counter: &dyn TokenCounter) -> Result<Parsed, Str
     };
     Ok(Parsed {
         role,
-        blocks: vec![(block, tokens)],
+        blocks: vec![(block, tokens, text)],
     })
 }

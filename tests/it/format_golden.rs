@@ -344,9 +344,13 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
                     for m in &t.messages[cut..] {
                         assert!(out.contains(&text[m.spans[0].clone()]), "{f} cut {cut}");
                     }
-                    let ledger = compact::ledger(&t, 0..cut);
-                    let summary =
-                        cutpoint::compact::summary_text("Earlier: weather questions.", &ledger);
+                    let ledger = compact::ledger(&t, 0..cut).expect("a legal range");
+                    let summary = cutpoint::compact::SummaryParts::new(
+                        "Earlier: weather questions.".into(),
+                        ledger,
+                        Vec::new(),
+                    )
+                    .text();
                     assert!(
                         serde_json::to_string(&summary)
                             .is_ok_and(|s| out.contains(&s[1..s.len() - 1]))
@@ -361,7 +365,7 @@ fn compaction_at_every_boundary_is_legal_or_refused() {
         compact::render(&t, short, 0, 2, "s"),
         Err(RewriteError::InputMismatch { .. })
     ));
-    let ledger = compact::ledger(&t, 0..5);
+    let ledger = compact::ledger(&t, 0..5).expect("a legal range");
     let summary = cutpoint::compact::summary_text("S.", &ledger);
     assert_eq!(
         summary,
@@ -420,7 +424,9 @@ fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history()
     // Cuts only in the live history: before the summary, the call, after the pair.
     assert_eq!(cuts(&t), [4, 5, 7, 8]);
     assert!(violations(&t).is_empty());
-    // Drop toolu_b's result: the call is left unanswered while the log moved on.
+    // Drop toolu_b's result: the call is left unanswered while the log moved on, in
+    // a history the compact_boundary replaced: reported, without the provider's error
+    // (the provider no longer receives that history), on the line of its record.
     let broken: String = CLAUDE_CODE
         .lines()
         .filter(|l| !l.contains(r#""uuid":"r2""#))
@@ -429,11 +435,32 @@ fn claude_code_records_merge_into_api_messages_and_a_boundary_restarts_history()
     let t = read(&broken, Format::ClaudeCode);
     assert_eq!(
         violations(&t),
+        [(Rule::CallOpenAtCompaction, "toolu_b".into(), false, 1)]
+    );
+    let v = &format::rules::check_messages(t.format, &t.messages)[0];
+    assert_eq!(
+        v.line, 7,
+        "the line of toolu_b's record, not of the message's first"
+    );
+    assert!(
+        v.text.contains("the provider no longer receives it"),
+        "{}",
+        v.text
+    );
+    assert!(!v.text.contains("tool_use` ids were found"), "{}", v.text);
+    // The same defect after the boundary is the provider's error.
+    let broken = CLAUDE_CODE.replace(
+        "{\"type\":\"user\",\"uuid\":\"r3\"",
+        "{\"type\":\"user\",\"uuid\":\"r3x\",\"message\":{\"role\":\"user\",\"content\":\"no result\"}}\n{\"type\":\"ignored\",\"uuid\":\"r3\"",
+    );
+    let t = read(&broken, Format::ClaudeCode);
+    assert_eq!(
+        violations(&t),
         [(
             Rule::AnthropicToolUseWithoutResult,
-            "toolu_b".into(),
+            "toolu_c".into(),
             false,
-            1
+            5
         )]
     );
 }
@@ -465,12 +492,23 @@ fn codex_compacted_line_replaces_history_and_web_search_needs_no_output() {
     assert_eq!(t.messages[2].line, 4);
     // The reasoning item stays with its call; the two calls are open until line 10.
     assert_eq!(cuts(&t), [2, 3, 8, 9, 10]);
-    // call_old was open when the history was replaced: left behind, not pending.
+    // call_old was in flight when the history was replaced: reported, not pending,
+    // and not as the provider's error (the provider no longer receives it).
     assert_eq!(
         violations(&t),
-        [(Rule::ResponsesNoOutput, "call_old".into(), false, 1)]
+        [(Rule::CallOpenAtCompaction, "call_old".into(), false, 1)]
     );
-    let ledger = compact::ledger(&t, 4..8);
+    let v = &format::rules::check_messages(t.format, &t.messages)[0];
+    assert!(v.text.contains("still in flight"), "{}", v.text);
+    assert!(
+        v.text.contains("new history starts at line 4"),
+        "{}",
+        v.text
+    );
+    // Messages 3..8: the reasoning item, both calls and both outputs (4 is bound to
+    // the reasoning before it, so not a legal end).
+    assert!(compact::ledger(&t, 4..8).is_err());
+    let ledger = compact::ledger(&t, 3..8).expect("a legal range");
     let lines: Vec<(String, String, Option<String>)> = ledger
         .into_iter()
         .map(|e| {

@@ -18,6 +18,7 @@ mod policy_plan;
 mod reliability;
 mod reliability_hashing;
 mod sampled;
+mod sessions;
 mod snapshot;
 mod stream;
 mod streams;

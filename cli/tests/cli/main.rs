@@ -7,4 +7,5 @@ mod cli_bench;
 mod common;
 mod compact_cli;
 mod reliability_cli;
+mod sessions_cli;
 mod watch_cli;

@@ -1,7 +1,8 @@
 //! Records JSONL as a transcript: one message per record, its `bound` flag kept.
 
-use super::parse_line;
+use super::parse_entry;
 use crate::RecordKind;
+use crate::compact::{Payload, SummaryParts};
 use crate::format::json_doc::lines;
 use crate::format::{Block, FormatError, Message, Role};
 
@@ -9,11 +10,16 @@ use crate::format::{Block, FormatError, Message, Role};
 pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
     let mut messages = Vec::new();
     for (line, span) in lines(text) {
-        let record = parse_line(&text[span.clone()], line).map_err(|e| FormatError::Invalid {
+        let entry = parse_entry(&text[span.clone()], line).map_err(|e| FormatError::Invalid {
             line,
             message: strip_line(&e.to_string(), line),
         })?;
-        let (kind, tokens, bound) = record.into_parts();
+        let units = entry.units();
+        let prose = match entry.payload {
+            Payload::Summary { text, .. } => text.unwrap_or_default(),
+            _ => String::new(),
+        };
+        let (kind, tokens, bound) = entry.record.into_parts();
         let (role, block) = match kind {
             RecordKind::ToolUse(id) => (
                 Role::Assistant,
@@ -31,11 +37,16 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
                 },
             ),
             RecordKind::Assistant => (Role::Assistant, Block::Text),
+            // A summary: its units (or bare ones for the ids it covers) and its text.
+            RecordKind::Summary(_) => (
+                Role::User,
+                Block::Summary(SummaryParts::new(prose, units, Vec::new())),
+            ),
             _ => (Role::User, Block::Text),
         };
         messages.push(Message {
             bound,
-            ..Message::from_span(role, line, span, vec![(block, tokens)])
+            ..Message::from_line(role, line, span, vec![(block, tokens)])
         });
     }
     Ok(messages)

@@ -14,7 +14,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
         match m.role {
             Role::System => out.push(seg.violation(
                 Rule::AnthropicSystemInMessages,
-                i,
+                (i, 0),
                 None,
                 false,
                 format!("messages.{i}: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."),
@@ -25,14 +25,14 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     .filter(|n| n.role != Role::Assistant)
                     .map(|n| n.results().map(|(_, id)| id).collect())
                     .unwrap_or_default();
-                for (_, id, _) in m.calls() {
+                for (k, id, _) in m.calls() {
                     if next.contains(id) {
                         continue;
                     }
                     let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
                     out.push(seg.violation(
                         Rule::AnthropicToolUseWithoutResult,
-                        i,
+                        (i, k),
                         Some(id),
                         pending,
                         format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."),
@@ -49,13 +49,13 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                 let mut text_seen = false;
                 for (k, (block, _)) in m.blocks.iter().enumerate() {
                     let Block::Result { id, .. } = block else {
-                        text_seen |= matches!(block, Block::Text);
+                        text_seen |= matches!(block, Block::Text | Block::Summary(_));
                         continue;
                     };
                     if !previous.contains(id) {
                         out.push(seg.violation(
                             Rule::AnthropicUnexpectedToolResult,
-                            i,
+                            (i, k),
                             Some(id),
                             false,
                             format!("messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."),
@@ -64,7 +64,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     if text_seen {
                         out.push(seg.violation(
                             Rule::AnthropicResultAfterText,
-                            i,
+                            (i, k),
                             Some(id),
                             false,
                             format!("messages.{i}.content.{k}: `tool_result` blocks must come first in the user message, before any text"),

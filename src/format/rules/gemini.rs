@@ -14,10 +14,13 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     };
     if is_call_turn(seg.start) {
         let first = &seg.messages[seg.start];
-        let id = first.calls().next().map(|(_, id, _)| id);
+        let (k, id) = first
+            .calls()
+            .next()
+            .map_or((0, None), |(k, id, _)| (k, Some(id)));
         out.push(seg.violation(
             Rule::GeminiCallTurnFirst,
-            seg.start,
+            (seg.start, k),
             id,
             false,
             "Please ensure that function call turn comes immediately after a user turn or after a function response turn.".to_owned(),
@@ -25,33 +28,19 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     }
     for i in seg.indices() {
         let m = &seg.messages[i];
-        let results: Vec<&CallId> = m.results().map(|(_, id)| id).collect();
+        let results: Vec<(usize, &CallId)> = m.results().collect();
         if is_call_turn(i) {
             let next: HashSet<&CallId> = seg
                 .get(i + 1)
                 .map(|n| n.results().map(|(_, id)| id).collect())
                 .unwrap_or_default();
             let calls = m.calls().count();
-            for (_, id, _) in m.calls() {
+            for (k, id, _) in m.calls() {
                 if next.contains(id) {
                     continue;
                 }
                 let pending = seg.get(i + 1).is_none() && seg.last;
-                let (rule, text) = if next.is_empty() {
-                    (
-                        Rule::GeminiResponseNotAfterCall,
-                        "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-                    )
-                } else {
-                    (
-                        Rule::GeminiPartCountMismatch,
-                        format!(
-                            "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn ({calls} calls, {} responses).",
-                            next.len()
-                        ),
-                    )
-                };
-                out.push(seg.violation(rule, i, Some(id), pending, text));
+                out.push(unanswered_call(seg, (i, k), id, calls, next.len(), pending));
             }
         }
         if results.is_empty() {
@@ -62,22 +51,60 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             .filter(|&p| is_call_turn(p))
             .map(|p| seg.messages[p].calls().map(|(_, id, _)| id).collect())
             .unwrap_or_default();
-        for id in results {
-            if previous.contains(id) {
-                continue;
+        for (k, id) in results {
+            if !previous.contains(id) {
+                out.push(unexpected_response(seg, (i, k), id, !previous.is_empty()));
             }
-            let rule = if previous.is_empty() {
-                Rule::GeminiResponseNotAfterCall
-            } else {
-                Rule::GeminiPartCountMismatch
-            };
-            out.push(seg.violation(
-                rule,
-                i,
-                Some(id),
-                false,
-                "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
-            ));
         }
     }
+}
+
+/// A call of a function call turn (`calls` call parts) that the response turn (with
+/// `responses` response parts) does not answer: rule 1 when there is no response turn,
+/// rule 3 otherwise. Gemini CLI sessions share it.
+pub(super) fn unanswered_call(
+    seg: &Segment<'_>,
+    at: (usize, usize),
+    id: &CallId,
+    calls: usize,
+    responses: usize,
+    pending: bool,
+) -> RuleViolation {
+    let (rule, text) = if responses == 0 {
+        (
+            Rule::GeminiResponseNotAfterCall,
+            "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
+        )
+    } else {
+        (
+            Rule::GeminiPartCountMismatch,
+            format!(
+                "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn ({calls} calls, {responses} responses)."
+            ),
+        )
+    };
+    seg.violation(rule, at, Some(id), pending, text)
+}
+
+/// A response no call of its call turn asked for: rule 1 when there is no call turn
+/// (`after_calls` false), rule 3 otherwise. Gemini CLI sessions share it.
+pub(super) fn unexpected_response(
+    seg: &Segment<'_>,
+    at: (usize, usize),
+    id: &CallId,
+    after_calls: bool,
+) -> RuleViolation {
+    let rule = if after_calls {
+        Rule::GeminiPartCountMismatch
+    } else {
+        Rule::GeminiResponseNotAfterCall
+    };
+    seg.violation(
+        rule,
+        at,
+        Some(id),
+        false,
+        "Please ensure that function response turn comes immediately after a function call turn."
+            .to_owned(),
+    )
 }

@@ -11,6 +11,7 @@ use crate::CallId;
 
 mod anthropic;
 mod gemini;
+mod gemini_cli;
 mod openai_chat;
 mod openai_responses;
 mod records;
@@ -56,9 +57,15 @@ pub enum Rule {
     /// Pairing: a second result for one call id.
     DuplicateResult,
     /// Two calls share an id, so their results cannot be told apart. Checked for
-    /// every format but OpenAI Chat and Gemini, which pair a call with the turn right
+    /// every format but OpenAI Chat and Gemini (Gemini CLI too), which pair a call with the turn right
     /// after it and so allow an id to come back in a later turn.
     DuplicateCallId,
+    /// A call never answered in a history that the runtime's own compaction (a Claude
+    /// Code `compact_boundary`, a Codex `compacted` line) later replaced. The provider
+    /// no longer receives that history, so no request fails on it; but the call's
+    /// outcome is lost, and when the call was still in flight as the compaction fired,
+    /// that is the very failure cutpoint prevents.
+    CallOpenAtCompaction,
 }
 
 impl Rule {
@@ -84,6 +91,7 @@ impl Rule {
             Rule::OrphanResult => "pairing/orphan-result",
             Rule::DuplicateResult => "pairing/duplicate-result",
             Rule::DuplicateCallId => "pairing/duplicate-call-id",
+            Rule::CallOpenAtCompaction => "compaction/call-open-when-compacted",
         }
     }
 }
@@ -102,7 +110,8 @@ pub struct RuleViolation {
     pub rule: Rule,
     /// Index of the message that breaks it (0-based, in file order).
     pub message: usize,
-    /// 1-based line of the input where that message starts.
+    /// 1-based line of the input that holds the offending block (the record holding
+    /// it in JSONL, where one message may span several records).
     pub line: usize,
     /// The call id concerned, if any.
     pub call_id: Option<CallId>,
@@ -140,10 +149,13 @@ impl fmt::Display for RuleViolation {
 
 /// Checks `messages` against the rules of `format`'s provider (Claude Code:
 /// Anthropic; Codex: OpenAI Responses; records: pairing only), plus duplicate call
-/// ids where the format pairs by id across the whole log (see [`Rule::DuplicateCallId`]). Histories separated by a compaction boundary
-/// ([`Message::starts_history`]) are checked each on their own; a call still open
-/// when a later boundary replaced its history counts as left behind, not pending.
-/// RuleViolations come in message order. **O(blocks)** expected.
+/// ids where the format pairs by id across the whole log (see
+/// [`Rule::DuplicateCallId`]). Histories separated by a compaction boundary
+/// ([`Message::starts_history`]) are checked each on their own; a call never answered
+/// in a history a later boundary replaced is reported as
+/// [`Rule::CallOpenAtCompaction`] (the provider no longer receives that history), not
+/// with the provider's error. Violations come in message order. **O(blocks)**
+/// expected.
 pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -153,6 +165,7 @@ pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation
             .position(|m| m.starts_history)
             .map_or(messages.len(), |p| start + 1 + p);
         let seg = Segment::new(messages, start, end);
+        let first = out.len();
         match format {
             Format::AnthropicMessages | Format::ClaudeCode => anthropic::check(&seg, &mut out),
             Format::OpenAiChat => openai_chat::check(&seg, &mut out),
@@ -160,9 +173,18 @@ pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation
                 openai_responses::check(&seg, &mut out)
             }
             Format::Gemini => gemini::check(&seg, &mut out),
+            Format::GeminiCli => gemini_cli::check(&seg, &mut out),
             Format::Records => records::check(&seg, &mut out),
         }
-        if !matches!(format, Format::OpenAiChat | Format::Gemini) {
+        if !seg.last {
+            for v in &mut out[first..] {
+                replaced_history(&seg, v);
+            }
+        }
+        if !matches!(
+            format,
+            Format::OpenAiChat | Format::Gemini | Format::GeminiCli
+        ) {
             duplicate_calls(&seg, &mut out);
         }
         start = end;
@@ -228,12 +250,16 @@ impl<'a> Segment<'a> {
     }
 
     /// Whether a call unanswered at message `i` is still in flight at the very end:
-    /// this is the last history and no later message has text, and no call comes after
-    /// a result that came after `i` (which would be a new step of the agent).
+    /// this is the last history and the call is [in flight at the history's
+    /// end](Segment::in_flight_at_end).
     pub(crate) fn pending_at_end(&self, i: usize) -> bool {
-        if !self.last {
-            return false;
-        }
+        self.last && self.in_flight_at_end(i)
+    }
+
+    /// Whether nothing moved the history on after message `i`: no later message of
+    /// this history has text, and no call comes after a result that came after `i`
+    /// (which would be a new step of the agent).
+    pub(crate) fn in_flight_at_end(&self, i: usize) -> bool {
         let mut saw_result = false;
         for m in &self.messages[i + 1..self.end] {
             if m.has_text() || (saw_result && m.calls().next().is_some()) {
@@ -249,10 +275,11 @@ impl<'a> Segment<'a> {
         self.last_result.get(id).is_some_and(|&r| r > i)
     }
 
+    /// A violation of `rule` by block `k` of message `i` (its line is the block's).
     pub(crate) fn violation(
         &self,
         rule: Rule,
-        i: usize,
+        (i, k): (usize, usize),
         call_id: Option<&CallId>,
         pending_at_end: bool,
         text: String,
@@ -260,7 +287,7 @@ impl<'a> Segment<'a> {
         RuleViolation {
             rule,
             message: i,
-            line: self.messages[i].line,
+            line: self.messages[i].block_line(k),
             call_id: call_id.cloned(),
             pending_at_end,
             text,
@@ -270,23 +297,48 @@ impl<'a> Segment<'a> {
 
 /// Two calls with one id in one history.
 fn duplicate_calls(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
-    let mut first: HashMap<&CallId, usize> = HashMap::new();
+    let mut first: HashMap<&CallId, (usize, usize)> = HashMap::new();
     for i in seg.indices() {
-        for (_, id, _) in seg.messages[i].calls() {
-            if let Some(&f) = first.get(id) {
+        for (k, id, _) in seg.messages[i].calls() {
+            if let Some(&(f, fk)) = first.get(id) {
                 out.push(seg.violation(
                     Rule::DuplicateCallId,
-                    i,
+                    (i, k),
                     Some(id),
                     false,
                     format!(
                         "call id already used by the call in message {f} (line {})",
-                        seg.messages[f].line
+                        seg.messages[f].block_line(fk)
                     ),
                 ));
             } else {
-                first.insert(id, i);
+                first.insert(id, (i, k));
             }
         }
     }
+}
+
+/// Rewrites a violation of a history a later compaction boundary replaced: a call
+/// that no message of the history answers is [`Rule::CallOpenAtCompaction`], with a
+/// text that says the provider no longer receives it (instead of the provider's
+/// error, which no next request would return).
+fn replaced_history(seg: &Segment<'_>, v: &mut RuleViolation) {
+    let Some(id) = v.call_id.as_ref() else {
+        return;
+    };
+    let is_call = seg.messages[v.message].calls().any(|(_, c, _)| c == id);
+    if !is_call || seg.answered_after(v.message, id) {
+        return;
+    }
+    let restart = seg.messages.get(seg.end).map_or(0, |m| m.line);
+    let when = if seg.in_flight_at_end(v.message) {
+        "was still in flight when the runtime's compaction replaced this history"
+    } else {
+        "was left unanswered, and the runtime's compaction later replaced this history"
+    };
+    v.rule = Rule::CallOpenAtCompaction;
+    v.pending_at_end = false;
+    v.text = format!(
+        "the call {when} (the new history starts at line {restart}): the provider no longer receives it, so no request fails on it, but the call's outcome is lost to the summary that replaced it"
+    );
 }

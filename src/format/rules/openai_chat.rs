@@ -23,14 +23,14 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     }
                     run.extend(t.results().map(|(_, id)| id));
                 }
-                for (_, id, _) in m.calls() {
+                for (k, id, _) in m.calls() {
                     if run.contains(id) {
                         continue;
                     }
                     let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
                     out.push(seg.violation(
                         Rule::ChatCallWithoutResponse,
-                        i,
+                        (i, k),
                         Some(id),
                         pending,
                         format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {id}"),
@@ -39,11 +39,11 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             }
             continue;
         }
-        for (_, id) in m.results() {
+        for (k, id) in m.results() {
             match owner {
                 None => out.push(seg.violation(
                     Rule::ChatToolWithoutCalls,
-                    i,
+                    (i, k),
                     Some(id),
                     false,
                     "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".to_owned(),
@@ -51,7 +51,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                 Some(o) if !seg.messages[o].calls().any(|(_, c, _)| c == id) => {
                     out.push(seg.violation(
                         Rule::ChatToolCallIdNotFound,
-                        i,
+                        (i, k),
                         Some(id),
                         false,
                         format!("Invalid parameter: 'tool_call_id' of '{id}' not found in 'tool_calls' of previous message."),

@@ -11,23 +11,23 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut called: HashSet<&CallId> = HashSet::new();
     for i in seg.indices() {
         let m = &seg.messages[i];
-        for (_, id, _) in m.calls() {
+        for (k, id, _) in m.calls() {
             called.insert(id);
             if !seg.answered_after(i, id) {
                 out.push(seg.violation(
                     Rule::ResponsesNoOutput,
-                    i,
+                    (i, k),
                     Some(id),
                     seg.pending_at_end(i),
                     format!("No tool output found for function call {id}."),
                 ));
             }
         }
-        for (_, id) in m.results() {
+        for (k, id) in m.results() {
             if !called.contains(id) {
                 out.push(seg.violation(
                     Rule::ResponsesNoCall,
-                    i,
+                    (i, k),
                     Some(id),
                     false,
                     format!("No tool call found for function call output with call_id {id}."),
@@ -43,7 +43,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             out.push(
                 seg.violation(
                     Rule::ResponsesReasoningWithoutFollower,
-                    last,
+                    (last, seg.messages[last].blocks.len() - 1),
                     None,
                     seg.last,
                     "Item of type 'reasoning' was provided without its required following item."

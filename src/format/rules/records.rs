@@ -10,23 +10,23 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut answered: HashSet<&CallId> = HashSet::new();
     for i in seg.indices() {
         let m = &seg.messages[i];
-        for (_, id, _) in m.calls() {
+        for (k, id, _) in m.calls() {
             called.insert(id);
             if !seg.answered_after(i, id) {
                 out.push(seg.violation(
                     Rule::UnansweredCall,
-                    i,
+                    (i, k),
                     Some(id),
                     seg.pending_at_end(i),
                     "tool_use has no tool_result after it".to_owned(),
                 ));
             }
         }
-        for (_, id) in m.results() {
+        for (k, id) in m.results() {
             if !called.contains(id) {
                 out.push(seg.violation(
                     Rule::OrphanResult,
-                    i,
+                    (i, k),
                     Some(id),
                     false,
                     "tool_result has no tool_use before it".to_owned(),
@@ -34,7 +34,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             } else if !answered.insert(id) {
                 out.push(seg.violation(
                     Rule::DuplicateResult,
-                    i,
+                    (i, k),
                     Some(id),
                     false,
                     "a second tool_result for this call".to_owned(),
