@@ -83,7 +83,8 @@ pub mod testing;
 
 pub use crate::core::{
     Anomalies, Anomaly, AppendError, Appended, Defer, Event, EventError, Handled, Limit, Limits,
-    MAX_RECORDS, Mode, PendingCall, RegionEnd, ReplaceError, StrictViolation, Tracker,
+    MAX_RECORDS, Mode, PendingCall, RegionEnd, ReplaceError, Replacement, StrictViolation,
+    TokensError, Tracker,
 };
 #[doc(hidden)]
 pub use crate::core::{Broken, Part};

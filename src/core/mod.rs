@@ -22,9 +22,11 @@ mod state;
 pub(crate) mod tracker;
 
 pub use config::{Limit, Limits, Mode};
-pub use error::{AppendError, Defer, EventError, RegionEnd, ReplaceError, StrictViolation};
+pub use error::{
+    AppendError, Defer, EventError, RegionEnd, ReplaceError, StrictViolation, TokensError,
+};
 pub use event::{Event, Handled};
-pub use index::MAX_RECORDS;
+pub use index::{MAX_RECORDS, Replacement};
 pub use invariants::{Broken, Part};
 #[cfg(feature = "serde")]
 pub(crate) use state::State;
