@@ -6,6 +6,7 @@
 mod agent_loop;
 mod compact;
 mod compact_chat;
+mod edits;
 mod events;
 mod format_golden;
 mod format_robustness;
