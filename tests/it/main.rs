@@ -20,6 +20,7 @@ mod reliability;
 mod reliability_hashing;
 mod sampled;
 mod snapshot;
+mod strategies;
 mod stream;
 mod transcripts;
 mod validate;
