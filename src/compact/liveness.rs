@@ -9,7 +9,7 @@
 //! caller passes in.
 
 use super::repair::aborted_result;
-use super::{Log, structure};
+use super::Log;
 use crate::{AppendError, CallId, RecordKind};
 
 /// How old a pending call may grow before it counts as dead.
@@ -108,12 +108,13 @@ impl Log {
 
     /// Closes the pending calls `ids` with a synthesized aborted result each (the one
     /// [`repair`](super::repair) inserts), and returns the positions of the results
-    /// in the log after the call. A result goes where the call's answer belongs: at
-    /// the end when nothing but calls, results and thinking came after the call (its
-    /// turn is still the last one), in one **O(k)** append per call; otherwise right
-    /// before the next assistant turn after the call, which rebuilds the log once,
-    /// **O(n)** (a dead call in the middle of a log that moved on: rare, and the only
-    /// way its cuts become legal again). Ids that are not pending are skipped.
+    /// in the log after the call. A result goes where the call's answer belongs: right
+    /// after the rest of the call's message and the results that follow it. When that
+    /// is the end of the log (the call's turn is the last one) it is appended,
+    /// **O(k)** for `k` calls; otherwise the log is rebuilt once with the results in
+    /// place, **O(n)** (a dead call in the middle of a log that went on: rare, and the
+    /// only way the cuts after it become legal again). Ids that are not pending are
+    /// skipped.
     ///
     /// # Errors
     /// [`AppendError`] when the tracker refuses a result (a cap); the log is then
@@ -130,22 +131,20 @@ impl Log {
         }
         targets.sort_unstable();
         let len = self.entries.len();
-        // Where the next assistant turn after each call starts (len when none).
-        let next_turn = |at: usize| {
-            (at + 1..len)
-                .find(|&i| {
-                    let r = &self.entries[i].record;
-                    structure::starts_message(r, i)
-                        && matches!(r.kind(), RecordKind::Assistant | RecordKind::ToolUse(_))
-                        && !matches!(
-                            self.entries[i - 1].record.kind(),
-                            RecordKind::Assistant | RecordKind::ToolUse(_)
-                        )
-                })
-                .unwrap_or(len)
+        // Where each call's answer belongs: after the rest of its message and the
+        // results that follow it (the batch its answer would have joined).
+        let answer_at = |at: usize| {
+            let mut p = at + 1;
+            while p < len
+                && (self.entries[p].record.is_bound_to_previous()
+                    || matches!(self.entries[p].record.kind(), RecordKind::ToolResult(_)))
+            {
+                p += 1;
+            }
+            p
         };
         let inserts: Vec<(usize, CallId)> =
-            targets.into_iter().map(|(at, id)| (next_turn(at), id)).collect();
+            targets.into_iter().map(|(at, id)| (answer_at(at), id)).collect();
         if inserts.iter().all(|(before, _)| *before == len) {
             // Only the records cap or an open record can refuse a result for a
             // pending call: check both first, so that a refusal changes nothing.

@@ -13,6 +13,7 @@ mod format_robustness;
 mod jsonl;
 mod jsonl_entries;
 mod layout;
+mod liveness;
 mod model;
 mod policy;
 mod policy_plan;
