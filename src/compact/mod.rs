@@ -45,6 +45,7 @@ pub use edit::{EditError, Rewrite};
 pub use liveness::{Age, StaleCall};
 pub use plan::{Atom, Direction, Plan, PlanError, Window};
 pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
+pub(crate) use summary::Fnv1a;
 pub use summary::{
     ArgumentPolicy, PROTECTED_FIELDS, estimate_summary_tokens, estimate_tokens, first_line,
     shorten_arguments, summary_text,

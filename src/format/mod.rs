@@ -34,6 +34,7 @@ mod build;
 mod claude_code;
 mod codex;
 mod detect;
+pub mod edit;
 mod gemini;
 mod json_doc;
 mod openai_chat;

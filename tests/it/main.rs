@@ -22,6 +22,7 @@ mod reliability_hashing;
 mod sampled;
 mod snapshot;
 mod strategies;
+mod strategies_formats;
 mod stream;
 mod transcripts;
 mod validate;
