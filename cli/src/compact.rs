@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::compact::{ArgumentPolicy, Direction, Window, estimate_summary_tokens};
 use cutpoint::format::records::write_entry;
 use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{ByteEstimate, Format};
@@ -18,8 +18,8 @@ use crate::source::{self, FormatArg, Source};
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Tokens to compact, counted from the start of the log (head included).
-    #[arg(long, value_name = "TOKENS")]
-    target: u64,
+    #[arg(long, value_name = "TOKENS", required_unless_present = "strategy", conflicts_with = "strategy")]
+    target: Option<u64>,
     /// How far from the target the cut may move, in tokens [default: 15% of the target].
     #[arg(long, value_name = "TOKENS")]
     lookback: Option<u64>,
@@ -48,6 +48,8 @@ pub(crate) struct Args {
     format: FormatArg,
     #[command(flatten)]
     input: InputOptions,
+    #[command(flatten)]
+    strategy: crate::strategy::StrategyArgs,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -56,7 +58,7 @@ pub(crate) struct Args {
 impl Args {
     /// The compaction window the flags describe (`keep_head` in records).
     fn window(&self) -> Window {
-        let mut window = Window::new(self.target).keep_head(self.keep_head);
+        let mut window = Window::new(self.target.unwrap_or(0)).keep_head(self.keep_head);
         if let Some(lookback) = self.lookback {
             window = window.lookback(lookback);
         }
@@ -70,21 +72,6 @@ impl Args {
     }
 }
 
-/// A rough token count for a summary: a quarter of its bytes, at least 1.
-fn estimate(text: Option<&str>, units: &[Unit]) -> u64 {
-    let bytes: usize = text.map_or(0, str::len)
-        + units
-            .iter()
-            .map(|u| {
-                40 + u.call_id.len()
-                    + u.tool.as_deref().map_or(0, str::len)
-                    + u.arguments.as_deref().map_or(0, str::len)
-                    + u.first_line.as_deref().map_or(0, str::len)
-            })
-            .sum::<usize>();
-    (bytes as u64 / 4).max(1)
-}
-
 pub(crate) fn run(args: Args) -> ExitCode {
     let source = match source::open(args.file.as_deref(), args.format) {
         Ok(s) => s,
@@ -92,6 +79,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     match source.format(args.format) {
         Err(e) => exit::bad_input(&e),
+        Ok(format) if args.strategy.strategy.is_some() => {
+            let choice = args.strategy.strategy.unwrap_or(crate::strategy::Choice::Pipeline);
+            crate::strategy::run(source, format, &args.strategy, choice, args.keep_head, &args.input)
+        }
         Ok(Format::Records) => compact_records(source, args),
         Ok(format) => compact_transcript(&source, format, &args),
     }
@@ -114,7 +105,7 @@ fn compact_records(source: Source, args: Args) -> ExitCode {
     };
     let tokens = args
         .summary_tokens
-        .unwrap_or_else(|| estimate(args.summary.as_deref(), &log.units(&plan)));
+        .unwrap_or_else(|| estimate_summary_tokens(args.summary.as_deref(), &log.units(&plan)));
     eprintln!("cutpoint: {plan}");
     if let Err(e) = log.apply(&plan, args.summary, tokens) {
         return exit::bad_input(&format!("{name}: {e}"));

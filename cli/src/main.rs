@@ -14,6 +14,7 @@ mod exit;
 mod guard;
 mod source;
 mod stats;
+mod strategy;
 
 /// Find compaction cuts that never split a tool_use/tool_result pair.
 #[derive(Parser)]
@@ -40,10 +41,12 @@ enum Command {
     /// can split.
     Stats(stats::Args),
     /// Compact a log: replace the region between the pinned head and the legal cut
-    /// nearest the target by one summary record, and print the compacted log.
+    /// nearest the target by one summary record (--target), or run a strategy or a
+    /// pipeline of them towards a budget (--strategy), and print the compacted log.
     ///
-    /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
-    /// on stderr); 2 on bad input.
+    /// Exit status: 0 with the log on stdout; 3 when compaction must defer or the
+    /// budget cannot be met without breaking a rule or a floor (the reason on stderr);
+    /// 2 on bad input.
     Compact(compact::Args),
     /// Measure this machine on a generated realistic session: append rates, query
     /// latency, memory per record, and the speed-up over the specification's rescan.

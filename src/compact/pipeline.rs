@@ -156,11 +156,16 @@ impl Stage {
 /// 80% and stop at 60% (50% for [`Preset::Aggressive`]). The pinned head is the first
 /// record (the system prompt or task).
 ///
-/// | preset | stages | floors (turns, tool groups) | tool uses kept by `clear` |
+/// | preset | stages | floor: recent tool groups kept | tool uses kept by `clear` |
 /// |---|---|---|---|
-/// | gentle | clear-thinking, clear, digest | 2, 4 | 8 |
-/// | balanced | + summarize | 1, 2 | 4 |
-/// | aggressive | + summarize, slide, truncate | 1, 1 | 2 |
+/// | gentle | clear-thinking, clear, digest | 8 | 8 |
+/// | balanced | + summarize | 4 | 4 |
+/// | aggressive | + summarize, slide, truncate | 2 | 2 |
+///
+/// No preset has a floor of whole user turns: an agent session is often one user turn
+/// of hundreds of tool calls, which such a floor would keep whole (the point of a
+/// legal cut is compacting inside a turn). `slide` keeps its own last turn, and
+/// clear-thinking never touches the current turn.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[non_exhaustive]
 pub enum Preset {
@@ -196,10 +201,10 @@ impl Preset {
         let gentle = |strategy: Strategy| {
             Stage::new(strategy, Trigger::FractionAbove(0.5)).target(Target::Fraction(0.4))
         };
-        let (turns, groups, keep_uses, down) = match self {
-            Preset::Gentle => (2, 4, 8, 0.6),
-            Preset::Balanced => (1, 2, 4, 0.6),
-            Preset::Aggressive => (1, 1, 2, 0.5),
+        let (groups, keep_uses, down) = match self {
+            Preset::Gentle => (8, 8, 0.6),
+            Preset::Balanced => (4, 4, 0.6),
+            Preset::Aggressive => (2, 2, 0.5),
         };
         let aggressive = |strategy: Strategy| {
             Stage::new(strategy, Trigger::FractionAbove(0.8)).target(Target::Fraction(down))
@@ -218,10 +223,7 @@ impl Preset {
         }
         Pipeline {
             stages,
-            floors: Floors::none()
-                .keep_head(1)
-                .min_turns(turns)
-                .min_tool_groups(groups),
+            floors: Floors::none().keep_head(1).min_tool_groups(groups),
             budget: Some(budget),
         }
     }

@@ -330,39 +330,57 @@ fn placeholder() -> String {
     serde_json::to_string(CLEARED_RESULT_TEXT).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
-/// One JSON document: the text around the message array kept, the array rebuilt.
+/// One JSON document: every byte kept but the elements edited, replaced or dropped
+/// (a dropped element takes the separator before it along).
 fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<String, EditError> {
-    let array = t.array_span.clone().unwrap_or(0..0);
-    let mut out = String::with_capacity(input.len());
-    out.push_str(&input[..array.start]);
-    out.push('[');
-    let mut first = true;
+    let spans: Vec<Range<usize>> = t
+        .messages
+        .iter()
+        .map(|m| m.spans.first().cloned().unwrap_or(0..0))
+        .collect();
+    let mut new: Vec<Option<Option<String>>> = Vec::with_capacity(plans.len());
     for (m, (message, plan)) in t.messages.iter().zip(plans).enumerate() {
-        let span = message.spans.first().cloned().unwrap_or(0..0);
-        let text = input.get(span).ok_or_else(|| EditError::Message {
+        let text = input.get(spans[m].clone()).ok_or_else(|| EditError::Message {
             message: m,
             detail: "its bytes are not in the input".to_owned(),
         })?;
-        let element = match plan {
-            MessagePlan::Drop => None,
+        // None: unchanged; Some(None): dropped; Some(Some(text)): rewritten.
+        new.push(match plan {
+            MessagePlan::Drop => Some(None),
             MessagePlan::Summary((summary, tokens)) => {
-                Some(rewrite::summary_message(t.format, summary, *tokens))
+                Some(Some(rewrite::summary_message(t.format, summary, *tokens)))
             }
-            MessagePlan::Keep(edits) if edits.is_empty() => Some(text.to_owned()),
-            MessagePlan::Keep(edits) => edit_message(t.format, message, text, edits)
-                .map_err(|detail| EditError::Message { message: m, detail })?,
-        };
-        if let Some(element) = element {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&element);
+            MessagePlan::Keep(edits) if edits.is_empty() => None,
+            MessagePlan::Keep(edits) => Some(
+                edit_message(t.format, message, text, edits)
+                    .map_err(|detail| EditError::Message { message: m, detail })?,
+            ),
+        });
+    }
+    let first_kept = new.iter().position(|n| !matches!(n, Some(None)));
+    let mut splices = Vec::new();
+    for (m, change) in new.into_iter().enumerate() {
+        match change {
+            None => {}
+            Some(Some(text)) => splices.push((spans[m].clone(), text)),
+            Some(None) => match first_kept {
+                // Dropped before the first kept element: up to where it starts.
+                Some(f) if m < f => {
+                    if m == 0 {
+                        splices.push((spans[0].start..spans[f].start, String::new()));
+                    }
+                }
+                Some(_) => splices.push((spans[m - 1].end..spans[m].end, String::new())),
+                None => {
+                    if m == 0 {
+                        let last = spans.len() - 1;
+                        splices.push((spans[0].start..spans[last].end, String::new()));
+                    }
+                }
+            },
         }
     }
-    out.push(']');
-    out.push_str(&input[array.end..]);
-    Ok(out)
+    Ok(splice(input, splices))
 }
 
 /// Edits one element of a JSON-document format; `None` when no block is left.

@@ -7,3 +7,4 @@ mod cli_bench;
 mod common;
 mod compact_cli;
 mod reliability_cli;
+mod strategy_cli;
