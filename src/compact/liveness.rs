@@ -108,9 +108,11 @@ impl Log {
 
     /// Closes the pending calls `ids` with a synthesized aborted result each (the one
     /// [`repair`](super::repair) inserts), and returns the positions of the results
-    /// in the log after the call. A result goes where the call's answer belongs: right
-    /// after the rest of the call's message and the results that follow it. When that
-    /// is the end of the log (the call's turn is the last one) it is appended,
+    /// in the log after the call. A result goes where the call's answer belongs: after
+    /// the rest of the call's message, the results that follow it and the assistant
+    /// records that go on from it, before the next user input or assistant turn (so
+    /// no other call in flight is left behind by it). When that is the end of the log
+    /// (the call's turn is the last one) it is appended,
     /// **O(k)** for `k` calls; otherwise the log is rebuilt once with the results in
     /// place, **O(n)** (a dead call in the middle of a log that went on: rare, and the
     /// only way the cuts after it become legal again). Ids that are not pending are
@@ -131,14 +133,22 @@ impl Log {
         }
         targets.sort_unstable();
         let len = self.entries.len();
-        // Where each call's answer belongs: after the rest of its message and the
-        // results that follow it (the batch its answer would have joined).
+        // Where each call's answer belongs: after the rest of its message, the
+        // results that follow it and any assistant records that go on from it, before
+        // the next user input or assistant turn. Inserting there starts no new turn,
+        // so no other call in flight is left behind by it.
+        let assistant_side =
+            |i: usize| matches!(self.entries[i].record.kind(), RecordKind::Assistant | RecordKind::ToolUse(_));
         let answer_at = |at: usize| {
             let mut p = at + 1;
-            while p < len
-                && (self.entries[p].record.is_bound_to_previous()
-                    || matches!(self.entries[p].record.kind(), RecordKind::ToolResult(_)))
-            {
+            while p < len {
+                let r = &self.entries[p].record;
+                let starts_turn = assistant_side(p) && !assistant_side(p - 1);
+                let user_input = matches!(r.kind(), RecordKind::User | RecordKind::Summary(_))
+                    && !r.is_bound_to_previous();
+                if starts_turn || user_input {
+                    break;
+                }
                 p += 1;
             }
             p
