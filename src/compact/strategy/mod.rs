@@ -106,9 +106,10 @@ pub struct Floors {
     /// legal cut at or after them.
     pub keep_head: usize,
     /// The most recent user turns, kept verbatim (see [`Log::turn_starts`]). A log
-    /// with fewer turns is kept whole.
+    /// with fewer keeps all of them (from the first turn's start on).
     pub min_turns: usize,
-    /// The most recent tool groups, kept verbatim. A log with fewer is kept whole.
+    /// The most recent tool groups, kept verbatim. A log with fewer keeps all of them
+    /// (from the first group's start on); a log with none has nothing to keep.
     pub min_tool_groups: usize,
 }
 
@@ -141,14 +142,15 @@ impl Floors {
 
     /// The first record the floors protect at the end of `log`: the start of the
     /// `min_turns`-th turn from the end or of the `min_tool_groups`-th group from the
-    /// end, whichever is earlier (0 when the log has fewer; `len` with no such
-    /// floor). **O(1)**.
+    /// end, whichever is earlier (the first turn's or group's start when the log has
+    /// fewer; `len` when a floor is 0 or the log has no turn or group). **O(1)**.
     pub fn recent_from(&self, log: &Log) -> usize {
-        let floor = |k: usize, at: Option<usize>| if k == 0 { log.len() } else { at.unwrap_or(0) };
-        floor(self.min_turns, log.turn_start_from_end(self.min_turns)).min(floor(
-            self.min_tool_groups,
-            log.tool_group_start_from_end(self.min_tool_groups),
-        ))
+        let turns = self.min_turns.min(log.turn_count());
+        let groups = self.min_tool_groups.min(log.tool_group_count());
+        let len = log.len();
+        let turn_floor = if turns == 0 { len } else { log.turn_start_from_end(turns).unwrap_or(len) };
+        let group_floor = if groups == 0 { len } else { log.tool_group_start_from_end(groups).unwrap_or(len) };
+        turn_floor.min(group_floor)
     }
 }
 
