@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use cutpoint::compact::pipeline::Preset;
 use cutpoint::compact::strategy::CLEARED_RESULT_TEXT;
-use cutpoint::compact::{Entry, Log, Payload, ResultStatus, Unit, estimate_summary_tokens, estimate_tokens, first_line};
+use cutpoint::compact::{
+    Entry, Log, Payload, ResultStatus, Unit, estimate_summary_tokens, estimate_tokens, first_line,
+};
 use cutpoint::testing::synth::{Rng, Session};
 use cutpoint::{Record, RecordKind};
 
@@ -38,7 +40,10 @@ fn session(messages: usize) -> Vec<Entry> {
         let payload = match r.kind() {
             RecordKind::ToolUse(id) => Payload::Call {
                 name: Some("bash".to_owned()),
-                arguments: Some(format!(r#"{{"command":"run {id}","n":{}}}"#, rng.range(0, 99))),
+                arguments: Some(format!(
+                    r#"{{"command":"run {id}","n":{}}}"#,
+                    rng.range(0, 99)
+                )),
             },
             RecordKind::ToolResult(id) => Payload::Result {
                 status: Some(ResultStatus::Ok),
@@ -63,10 +68,15 @@ fn resumming(mut log: Vec<Entry>, budget: u64) -> Vec<Entry> {
     let group_starts: Vec<usize> = (0..log.len())
         .filter(|&i| {
             matches!(log[i].record.kind(), RecordKind::Assistant)
-                && log.get(i + 1).is_some_and(|n| matches!(n.record.kind(), RecordKind::ToolUse(_)))
+                && log
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(n.record.kind(), RecordKind::ToolUse(_)))
         })
         .collect();
-    let floor = group_starts.len().checked_sub(8).map_or(0, |k| group_starts[k]);
+    let floor = group_starts
+        .len()
+        .checked_sub(8)
+        .map_or(0, |k| group_starts[k]);
     let uses: Vec<usize> = (0..log.len())
         .filter(|&i| matches!(log[i].record.kind(), RecordKind::ToolUse(_)))
         .collect();
@@ -75,7 +85,9 @@ fn resumming(mut log: Vec<Entry>, budget: u64) -> Vec<Entry> {
         if total(&log) <= target {
             return log;
         }
-        if matches!(log[i].record.kind(), RecordKind::ToolResult(_)) && log[i].record.tokens() > placeholder {
+        if matches!(log[i].record.kind(), RecordKind::ToolResult(_))
+            && log[i].record.tokens() > placeholder
+        {
             log[i].record = log[i].record.clone().with_tokens(placeholder);
         }
     }
@@ -87,7 +99,9 @@ fn resumming(mut log: Vec<Entry>, budget: u64) -> Vec<Entry> {
             break;
         }
         let starts_group = matches!(log[i].record.kind(), RecordKind::Assistant)
-            && log.get(i + 1).is_some_and(|n| matches!(n.record.kind(), RecordKind::ToolUse(_)));
+            && log
+                .get(i + 1)
+                .is_some_and(|n| matches!(n.record.kind(), RecordKind::ToolUse(_)));
         let remaining = log[i..]
             .iter()
             .filter(|e| matches!(e.record.kind(), RecordKind::Assistant))
@@ -117,7 +131,10 @@ fn resumming(mut log: Vec<Entry>, budget: u64) -> Vec<Entry> {
             .collect();
         let tokens = estimate_summary_tokens(None, &units);
         let ids = units.iter().map(|u| u.call_id.clone());
-        let summary = Entry::new(Record::summary(ids, tokens), Payload::Summary { text: None, units });
+        let summary = Entry::new(
+            Record::summary(ids, tokens),
+            Payload::Summary { text: None, units },
+        );
         log.splice(i..j, [summary]);
         i += 1;
     }
@@ -140,7 +157,11 @@ fn pipeline(c: &mut Criterion) {
         let t0 = Instant::now();
         let report = preset.run(&mut l);
         let ours = t0.elapsed();
-        assert!(report.tokens_after <= budget * 2 / 5 + budget / 50, "{:?}", report.steps);
+        assert!(
+            report.tokens_after <= budget * 2 / 5 + budget / 50,
+            "{:?}",
+            report.steps
+        );
         group.bench_with_input(BenchmarkId::new("cutpoint", messages), &log, |b, log| {
             b.iter_batched(
                 || log.clone(),
@@ -161,9 +182,17 @@ fn pipeline(c: &mut Criterion) {
             // Criterion's ten samples of the quadratic pass at 10^5 would take minutes:
             // that size is timed once, above.
             if messages <= 10_000 {
-                group.bench_with_input(BenchmarkId::new("resumming", messages), &entries, |b, entries| {
-                    b.iter_batched(|| entries.clone(), |e| resumming(e, budget), BatchSize::LargeInput)
-                });
+                group.bench_with_input(
+                    BenchmarkId::new("resumming", messages),
+                    &entries,
+                    |b, entries| {
+                        b.iter_batched(
+                            || entries.clone(),
+                            |e| resumming(e, budget),
+                            BatchSize::LargeInput,
+                        )
+                    },
+                );
             }
         } else {
             ratios.push((messages, ours, Duration::ZERO));

@@ -25,7 +25,13 @@ use cutpoint::format::{self, ByteEstimate, Transcript, check_rules};
 
 /// The cell for a run that left `after` of `before` tokens, checked by writing `steps`
 /// back into the transcript.
-fn cell(t: &Transcript, text: &str, built: &TranscriptLog, steps: &[&StepReport], after: &cutpoint::compact::Log) -> String {
+fn cell(
+    t: &Transcript,
+    text: &str,
+    built: &TranscriptLog,
+    steps: &[&StepReport],
+    after: &cutpoint::compact::Log,
+) -> String {
     let before = built.log.tracker().total_tokens();
     let now = after.tracker().total_tokens();
     let out = match write(t, text, built, steps, after) {
@@ -37,15 +43,23 @@ fn cell(t: &Transcript, text: &str, built: &TranscriptLog, steps: &[&StepReport]
         Err(e) => return format!("unreadable: {e}"),
     };
     let kept: BTreeSet<&str> = check_rules(t).iter().map(|v| v.rule.name()).collect();
-    if check_rules(&back).iter().any(|v| !kept.contains(v.rule.name())) {
+    if check_rules(&back)
+        .iter()
+        .any(|v| !kept.contains(v.rule.name()))
+    {
         return "rules!".to_owned();
     }
     let reclaimed = before - now;
-    format!("{reclaimed} ({:.0}%)", 100.0 * reclaimed as f64 / before.max(1) as f64)
+    format!(
+        "{reclaimed} ({:.0}%)",
+        100.0 * reclaimed as f64 / before.max(1) as f64
+    )
 }
 
 fn main() {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "tests/fixtures/transcripts".to_owned());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "tests/fixtures/transcripts".to_owned());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .filter_map(Result::ok)
@@ -61,16 +75,24 @@ fn main() {
         print!(" {preset} |");
     }
     println!();
-    println!("|---|---|{}", "---|".repeat(Kind::ALL.len() + Preset::ALL.len()));
+    println!(
+        "|---|---|{}",
+        "---|".repeat(Kind::ALL.len() + Preset::ALL.len())
+    );
     for path in files {
-        let name = Path::new(&path).file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let name = Path::new(&path)
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
         let t = match format::detect(&text).and_then(|f| format::read(&text, f, &ByteEstimate)) {
             Ok(t) => t,
             Err(_) => {
-                println!("| {name} | not a supported format |{}", " |".repeat(Kind::ALL.len() + Preset::ALL.len()));
+                println!(
+                    "| {name} | not a supported format |{}",
+                    " |".repeat(Kind::ALL.len() + Preset::ALL.len())
+                );
                 continue;
             }
         };

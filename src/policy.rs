@@ -508,7 +508,11 @@ impl Compactor {
         Ok(Compacted { aborted, report })
     }
 
-    fn close_dead(&self, log: &mut Log, clock: Option<Age<'_>>) -> Result<Vec<StaleCall>, AppendError> {
+    fn close_dead(
+        &self,
+        log: &mut Log,
+        clock: Option<Age<'_>>,
+    ) -> Result<Vec<StaleCall>, AppendError> {
         let mut stale = self
             .dead_after_records
             .map(|n| log.stale_calls(&Age::Records(n)))

@@ -18,7 +18,12 @@ use crate::source::{self, FormatArg, Source};
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Tokens to compact, counted from the start of the log (head included).
-    #[arg(long, value_name = "TOKENS", required_unless_present = "strategy", conflicts_with = "strategy")]
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        required_unless_present = "strategy",
+        conflicts_with = "strategy"
+    )]
     target: Option<u64>,
     /// How far from the target the cut may move, in tokens [default: 15% of the target].
     #[arg(long, value_name = "TOKENS")]
@@ -80,8 +85,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
     match source.format(args.format) {
         Err(e) => exit::bad_input(&e),
         Ok(format) if args.strategy.strategy.is_some() => {
-            let choice = args.strategy.strategy.unwrap_or(crate::strategy::Choice::Pipeline);
-            crate::strategy::run(source, format, &args.strategy, choice, args.keep_head, &args.input)
+            let choice = args
+                .strategy
+                .strategy
+                .unwrap_or(crate::strategy::Choice::Pipeline);
+            crate::strategy::run(
+                source,
+                format,
+                &args.strategy,
+                choice,
+                args.keep_head,
+                &args.input,
+            )
         }
         Ok(Format::Records) => compact_records(source, args),
         Ok(format) => compact_transcript(&source, format, &args),

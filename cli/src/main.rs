@@ -47,7 +47,7 @@ enum Command {
     /// Exit status: 0 with the log on stdout; 3 when compaction must defer or the
     /// budget cannot be met without breaking a rule or a floor (the reason on stderr);
     /// 2 on bad input.
-    Compact(compact::Args),
+    Compact(Box<compact::Args>),
     /// Measure this machine on a generated realistic session: append rates, query
     /// latency, memory per record, and the speed-up over the specification's rescan.
     Bench(bench::Args),
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         Command::Cut(args) => cut::run(args),
         Command::Check(args) => check::run(args),
         Command::Stats(args) => stats::run(args),
-        Command::Compact(args) => compact::run(args),
+        Command::Compact(args) => compact::run(*args),
         Command::Bench(args) => bench::run(args),
     }
 }

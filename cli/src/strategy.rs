@@ -5,12 +5,12 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+use cutpoint::compact::Log;
 use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Stage, Step, Target, Trigger};
 use cutpoint::compact::strategy::{
     Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Slide, StepReport,
     Strategy, Summarize, Truncate,
 };
-use cutpoint::compact::Log;
 use cutpoint::format::edit::{log_of, write};
 use cutpoint::format::records::write_entry;
 use cutpoint::format::{ByteEstimate, Format};
@@ -132,11 +132,15 @@ impl StrategyArgs {
         let turns = self.keep_turns;
         match kind {
             Kind::Clear => Strategy::Clear(self.clear(Clear::default())),
-            Kind::ClearThinking => Strategy::ClearThinking(
-                turns.map_or_else(ClearThinking::default, |n| ClearThinking::default().keep_turns(n)),
-            ),
+            Kind::ClearThinking => {
+                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
+                    ClearThinking::default().keep_turns(n)
+                }))
+            }
             Kind::Digest => Strategy::Digest(Digest::default()),
-            Kind::Slide => Strategy::Slide(turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n))),
+            Kind::Slide => Strategy::Slide(
+                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
+            ),
             Kind::Truncate => Strategy::Truncate(Truncate::default()),
             _ => Strategy::Summarize(Summarize::default()),
         }
@@ -147,11 +151,16 @@ impl StrategyArgs {
         let budget = self.budget();
         let mut pipeline = match choice {
             Choice::Pipeline => {
-                let mut p = self.preset.unwrap_or(Preset::Balanced).pipeline(budget.unwrap_or(u64::MAX));
+                let mut p = self
+                    .preset
+                    .unwrap_or(Preset::Balanced)
+                    .pipeline(budget.unwrap_or(u64::MAX));
                 for stage in &mut p.stages {
                     if let Strategy::Clear(c) = &stage.strategy {
                         stage.strategy = Strategy::Clear(self.clear(c.clone()));
-                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking) && self.keep_turns.is_some() {
+                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
+                        && self.keep_turns.is_some()
+                    {
                         stage.strategy = self.strategy(stage.strategy.kind());
                     }
                 }
@@ -161,7 +170,8 @@ impl StrategyArgs {
             Choice::One(kind) => {
                 let target = budget.map_or(Target::Everything, Target::Tokens);
                 let trigger = budget.map_or(Trigger::Always, Trigger::TokensAbove);
-                let mut p = Pipeline::new().stage(Stage::new(self.strategy(kind), trigger).target(target));
+                let mut p =
+                    Pipeline::new().stage(Stage::new(self.strategy(kind), trigger).target(target));
                 p.budget = budget;
                 p
             }
@@ -193,7 +203,9 @@ pub(crate) fn run(
 ) -> ExitCode {
     let name = source.name.clone();
     if choice == Choice::Pipeline && args.budget().is_none() {
-        return exit::bad_input("cutpoint: --strategy pipeline needs --budget or --context-window with --max-output");
+        return exit::bad_input(
+            "cutpoint: --strategy pipeline needs --budget or --context-window with --max-output",
+        );
     }
     if format == Format::Records {
         let mut log = match source.log(input) {
@@ -225,7 +237,10 @@ pub(crate) fn run(
     };
     // The pinned head counts messages of the live history here.
     let head_message = transcript.live_from().saturating_add(keep_head);
-    let head = built.owner.partition_point(|&m| m < head_message).max(built.pinned);
+    let head = built
+        .owner
+        .partition_point(|&m| m < head_message)
+        .max(built.pinned);
     let pipeline = args.pipeline(choice, head);
     let mut log: Log = built.log.clone();
     let report = pipeline.run(&mut log);
@@ -342,4 +357,3 @@ fn step_json(step: &Step) -> Value {
         other => json!({"strategy": other.kind().name(), "outcome": "other"}),
     }
 }
-

@@ -49,7 +49,11 @@ fn id(n: u8) -> String {
 }
 
 fn bind(record: Record, bound: bool) -> Record {
-    if bound { record.bound_to_previous() } else { record }
+    if bound {
+        record.bound_to_previous()
+    } else {
+        record
+    }
 }
 
 /// Violation kinds by the specification's condition they break.
@@ -82,7 +86,13 @@ fn assert_kept(before: &Report, after: &Report) {
     for (i, kinds) in CONDITIONS.iter().enumerate() {
         let count = |r: &Report| kinds.iter().map(|k| r.count(k)).sum::<usize>();
         if count(before) == 0 {
-            assert_eq!(count(after), 0, "condition {} broke: {:?}", i + 1, after.violations);
+            assert_eq!(
+                count(after),
+                0,
+                "condition {} broke: {:?}",
+                i + 1,
+                after.violations
+            );
         }
     }
 }
@@ -147,17 +157,31 @@ fuzz_target!(|ops: Vec<Op>| {
                 bind(Record::tool_use(id(i), u64::from(t)), b),
                 Payload::Call {
                     name: Some(["bash", "grep", "read"][usize::from(tool % 3)].to_owned()),
-                    arguments: Some(format!("{{\"command\":\"run {i}\",\"content\":\"{}\"}}", "x".repeat(usize::from(tool)))),
+                    arguments: Some(format!(
+                        "{{\"command\":\"run {i}\",\"content\":\"{}\"}}",
+                        "x".repeat(usize::from(tool))
+                    )),
                 },
             ),
             Op::Result(i, t, b, ok) => Entry::new(
                 bind(Record::tool_result(id(i), u64::from(t)), b),
                 Payload::Result {
-                    status: Some(if ok { ResultStatus::Ok } else { ResultStatus::Error }),
+                    status: Some(if ok {
+                        ResultStatus::Ok
+                    } else {
+                        ResultStatus::Error
+                    }),
                     content: Some("first\nsecond".to_owned()),
                 },
             ),
-            Op::Step { strategy: s, keep, target, keep_head, min_turns, min_groups } => {
+            Op::Step {
+                strategy: s,
+                keep,
+                target,
+                keep_head,
+                min_turns,
+                min_groups,
+            } => {
                 let s = strategy(s, keep);
                 let floors = Floors::none()
                     .keep_head(usize::from(keep_head % 6))
@@ -179,9 +203,16 @@ fuzz_target!(|ops: Vec<Op>| {
                         assert_kept(&before, &after);
                         let after_ids = ids(&log);
                         for id in &before_ids {
-                            assert!(after_ids.contains(id) || report.dropped_calls.contains(id), "{id} vanished");
+                            assert!(
+                                after_ids.contains(id) || report.dropped_calls.contains(id),
+                                "{id} vanished"
+                            );
                         }
-                        let now: Vec<Entry> = log.entries().range(log.len() - tail.len()..).cloned().collect();
+                        let now: Vec<Entry> = log
+                            .entries()
+                            .range(log.len() - tail.len()..)
+                            .cloned()
+                            .collect();
                         assert_eq!(now, tail, "the floors' tail is untouched");
                         let again = bytes(&log);
                         if let Ok(r) = s.run(&mut log, &goal) {
@@ -193,18 +224,28 @@ fuzz_target!(|ops: Vec<Op>| {
                 assert_same_as_rebuilt(&log, removed);
                 continue;
             }
-            Op::Pipeline { preset, budget, twice } => {
+            Op::Pipeline {
+                preset,
+                budget,
+                twice,
+            } => {
                 let pipeline = Preset::ALL[usize::from(preset % 3)].pipeline(u64::from(budget));
                 let before = check(&log);
                 let report = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
-                removed |= report.steps.iter().any(|s| matches!(s, Step::Ran(r) if !r.dropped_calls.is_empty()));
+                removed |= report
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Ran(r) if !r.dropped_calls.is_empty()));
                 assert_kept(&before, &check(&log));
                 if twice {
                     let changes = log.changes();
                     let again = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
                     if log.changes() == changes {
                         for (i, s) in again.steps.iter().enumerate() {
-                            assert!(!matches!(s, Step::Ran(r) if !r.edits.is_empty()), "stage {i} changed nothing yet ran");
+                            assert!(
+                                !matches!(s, Step::Ran(r) if !r.edits.is_empty()),
+                                "stage {i} changed nothing yet ran"
+                            );
                         }
                     }
                 }
@@ -218,11 +259,29 @@ fuzz_target!(|ops: Vec<Op>| {
                 if log.abort_calls(&ids).is_ok() {
                     let after = check(&log);
                     let open = |r: &Report| r.count("pending-at-end") + r.count("unanswered-call");
-                    assert!(open(&after) <= open(&before), "closing opened calls: {:?}", after.violations);
-                    for kind in ["orphan-result", "duplicate-result", "result-before-use", "result-after-next-turn"] {
-                        assert!(after.count(kind) <= before.count(kind), "closing made a {kind}: {:?}", after.violations);
+                    assert!(
+                        open(&after) <= open(&before),
+                        "closing opened calls: {:?}",
+                        after.violations
+                    );
+                    for kind in [
+                        "orphan-result",
+                        "duplicate-result",
+                        "result-before-use",
+                        "result-after-next-turn",
+                    ] {
+                        assert!(
+                            after.count(kind) <= before.count(kind),
+                            "closing made a {kind}: {:?}",
+                            after.violations
+                        );
                     }
-                    assert!(log.tracker().pending_calls().iter().all(|p| !ids.contains(p.id)));
+                    assert!(
+                        log.tracker()
+                            .pending_calls()
+                            .iter()
+                            .all(|p| !ids.contains(p.id))
+                    );
                 }
                 assert_same_as_rebuilt(&log, removed);
                 continue;

@@ -151,8 +151,7 @@ impl Log {
             let (replacement, item, applied) = match outcome {
                 Outcome::Summary { text, tokens } => {
                     let units = self.units(plan);
-                    let record =
-                        Record::summary(units.iter().map(|u| u.call_id.clone()), tokens);
+                    let record = Record::summary(units.iter().map(|u| u.call_id.clone()), tokens);
                     let applied = Applied {
                         summary_at: Some(start - gone_before),
                         removed_records: end - start,
@@ -160,7 +159,11 @@ impl Log {
                         covered_calls: units.len(),
                     };
                     let entry = Entry::new(record, Payload::Summary { text, units });
-                    (Replacement::summary(start, end, tokens), Some(entry), applied)
+                    (
+                        Replacement::summary(start, end, tokens),
+                        Some(entry),
+                        applied,
+                    )
                 }
                 Outcome::Removed => (
                     Replacement::removal(start, end),
@@ -186,7 +189,9 @@ impl Log {
         splice_many(&mut self.entries, &spans, items);
         let entries = &self.entries;
         self.structure
-            .replace(&regions, gone_messages, entries.len(), |i| &entries[i].record);
+            .replace(&regions, gone_messages, entries.len(), |i| {
+                &entries[i].record
+            });
         self.generation += 1;
         self.changes += 1;
         Ok(answers)

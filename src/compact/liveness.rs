@@ -8,8 +8,8 @@
 //! records. Nothing here reads a clock: an age in time is measured against times the
 //! caller passes in.
 
-use super::repair::aborted_result;
 use super::Log;
+use super::repair::aborted_result;
 use crate::{AppendError, CallId, RecordKind};
 
 /// How old a pending call may grow before it counts as dead.
@@ -58,11 +58,7 @@ impl Log {
     /// progress): the call stays pending, and its age in records starts again. Returns
     /// whether the call is pending. **O(k)** for `k` pending calls.
     pub fn note_interim(&mut self, call_id: &CallId) -> bool {
-        let pending = self
-            .tracker
-            .pending_calls()
-            .iter()
-            .any(|p| p.id == call_id);
+        let pending = self.tracker.pending_calls().iter().any(|p| p.id == call_id);
         if pending {
             self.interim.insert(call_id.clone(), self.appended);
         }
@@ -137,8 +133,12 @@ impl Log {
         // results that follow it and any assistant records that go on from it, before
         // the next user input or assistant turn. Inserting there starts no new turn,
         // so no other call in flight is left behind by it.
-        let assistant_side =
-            |i: usize| matches!(self.entries[i].record.kind(), RecordKind::Assistant | RecordKind::ToolUse(_));
+        let assistant_side = |i: usize| {
+            matches!(
+                self.entries[i].record.kind(),
+                RecordKind::Assistant | RecordKind::ToolUse(_)
+            )
+        };
         let answer_at = |at: usize| {
             let mut p = at + 1;
             while p < len {
@@ -153,8 +153,10 @@ impl Log {
             }
             p
         };
-        let inserts: Vec<(usize, CallId)> =
-            targets.into_iter().map(|(at, id)| (answer_at(at), id)).collect();
+        let inserts: Vec<(usize, CallId)> = targets
+            .into_iter()
+            .map(|(at, id)| (answer_at(at), id))
+            .collect();
         if inserts.iter().all(|(before, _)| *before == len) {
             // Only the records cap or an open record can refuse a result for a
             // pending call: check both first, so that a refusal changes nothing.
@@ -180,7 +182,14 @@ impl Log {
         let mut entries: Vec<super::Entry> = Vec::with_capacity(len + inserts.len());
         let mut out = Vec::with_capacity(inserts.len());
         let mut next = inserts.into_iter().peekable();
-        for (i, entry) in self.entries.iter().cloned().map(Some).chain([None]).enumerate() {
+        for (i, entry) in self
+            .entries
+            .iter()
+            .cloned()
+            .map(Some)
+            .chain([None])
+            .enumerate()
+        {
             while let Some((_, id)) = next.next_if(|(before, _)| *before == i) {
                 out.push(entries.len());
                 entries.push(aborted_result(id));

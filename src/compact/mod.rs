@@ -373,10 +373,7 @@ impl Log {
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
         self.tracker.assert_invariants();
-        if let Err(broken) = self
-            .structure
-            .check(self.entries.iter().map(|e| &e.record))
-        {
+        if let Err(broken) = self.structure.check(self.entries.iter().map(|e| &e.record)) {
             panic!("log shape: {broken}");
         }
         assert_eq!(

@@ -385,7 +385,7 @@ impl Pipeline {
         let mut steps = Vec::with_capacity(self.stages.len());
         for (i, stage) in self.stages.iter().enumerate() {
             let step = match self.prepare(i, stage, log, progress) {
-                Err(step) => step,
+                Err(step) => *step,
                 Ok(goal) => {
                     let outcome = stage.strategy.run_with(log, &goal, summarizer);
                     Self::remember(i, outcome, log, progress)
@@ -408,7 +408,7 @@ impl Pipeline {
         let mut steps = Vec::with_capacity(self.stages.len());
         for (i, stage) in self.stages.iter().enumerate() {
             let step = match self.prepare(i, stage, log, progress) {
-                Err(step) => step,
+                Err(step) => *step,
                 Ok(goal) => {
                     let outcome = match &stage.strategy {
                         Strategy::Summarize(s) => s.run_async(log, &goal, summarizer).await,
@@ -423,13 +423,19 @@ impl Pipeline {
     }
 
     /// The goal of stage `i`, or the step it makes without running.
-    fn prepare(&self, i: usize, stage: &Stage, log: &Log, progress: &Progress) -> Result<Goal, Step> {
+    fn prepare(
+        &self,
+        i: usize,
+        stage: &Stage,
+        log: &Log,
+        progress: &Progress,
+    ) -> Result<Goal, Box<Step>> {
         let kind = stage.strategy.kind();
         if progress.is_stalled(i, log) {
-            return Err(Step::Stalled(kind));
+            return Err(Box::new(Step::Stalled(kind)));
         }
         if !stage.trigger.fires(log, self.budget) {
-            return Err(Step::NotTriggered(kind));
+            return Err(Box::new(Step::NotTriggered(kind)));
         }
         Ok(Goal {
             floors: self.floors,

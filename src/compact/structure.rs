@@ -68,7 +68,8 @@ impl Starts {
     /// Index of the first start at or after `pos`. **O(log n)**.
     pub(crate) fn index_at_or_after(&self, pos: usize) -> usize {
         let offset = self.offset;
-        self.stored.partition_point(|v| v.wrapping_sub(offset) < pos)
+        self.stored
+            .partition_point(|v| v.wrapping_sub(offset) < pos)
     }
 
     /// The starts in `from..to`, increasing. **O(log n)** to create, **O(1)** per item.
@@ -162,7 +163,10 @@ impl Structure {
         record: impl Fn(usize) -> &'a Record,
     ) {
         let remap = Remap::new(regions);
-        let summaries = regions.iter().filter(|r| r.summary_tokens.is_some()).count();
+        let summaries = regions
+            .iter()
+            .filter(|r| r.summary_tokens.is_some())
+            .count();
         self.messages = self.messages - gone_messages + summaries;
         self.turns.replace(regions, &remap);
         self.groups.replace(regions, &remap);
@@ -180,23 +184,33 @@ impl Structure {
 
     /// Checks the index against a scan of `records` (the whole log). **O(n)**. For
     /// tests and fuzzers, through `Log::assert_invariants`.
-    pub(crate) fn check<'a>(&self, records: impl Iterator<Item = &'a Record>) -> Result<(), String> {
+    pub(crate) fn check<'a>(
+        &self,
+        records: impl Iterator<Item = &'a Record>,
+    ) -> Result<(), String> {
         let mut want = Structure::default();
         for (at, r) in records.enumerate() {
             want.push(r, at);
         }
         if self.messages != want.messages {
-            return Err(format!("{} messages, a scan finds {}", self.messages, want.messages));
+            return Err(format!(
+                "{} messages, a scan finds {}",
+                self.messages, want.messages
+            ));
         }
         let (turns, want_turns): (Vec<usize>, Vec<usize>) =
             (self.turns.iter().collect(), want.turns.iter().collect());
         if turns != want_turns {
-            return Err(format!("turn starts {turns:?}, a scan finds {want_turns:?}"));
+            return Err(format!(
+                "turn starts {turns:?}, a scan finds {want_turns:?}"
+            ));
         }
         let (groups, want_groups): (Vec<usize>, Vec<usize>) =
             (self.groups.iter().collect(), want.groups.iter().collect());
         if groups != want_groups {
-            return Err(format!("tool group starts {groups:?}, a scan finds {want_groups:?}"));
+            return Err(format!(
+                "tool group starts {groups:?}, a scan finds {want_groups:?}"
+            ));
         }
         if want.messages > 0 && self.last_message != want.last_message {
             return Err(format!(

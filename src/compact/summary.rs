@@ -293,8 +293,12 @@ mod tests {
         );
         // With the hash: the marker names the full value's hash, so values that differ
         // only past the cut stay apart.
-        let other = args.replace(&format!(r#""content":"{long}""#), &format!(r#""content":"{long}y""#));
-        let hashed = |a: &str| shorten_arguments(a, ArgumentPolicy::ShortenWithHash { max_chars: 10 });
+        let other = args.replace(
+            &format!(r#""content":"{long}""#),
+            &format!(r#""content":"{long}y""#),
+        );
+        let hashed =
+            |a: &str| shorten_arguments(a, ArgumentPolicy::ShortenWithHash { max_chars: 10 });
         let v: serde_json::Value = serde_json::from_str(&hashed(&args)).unwrap();
         let mut h = Fnv1a::new();
         h.eat(long.as_bytes());

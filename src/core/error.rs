@@ -327,7 +327,9 @@ pub enum ReplaceError {
     },
     /// A region of a batch starts before the one before it ends (regions must be in
     /// log order and disjoint).
-    #[error("the region starting at {start} overlaps the one before it, which ends at {previous_end}")]
+    #[error(
+        "the region starting at {start} overlaps the one before it, which ends at {previous_end}"
+    )]
     Overlapping {
         /// Its start.
         start: usize,
@@ -350,7 +352,9 @@ pub enum TokensError {
         len: usize,
     },
     /// The edited records are not strictly increasing.
-    #[error("record {at} comes after record {previous} in the edits; give each record once, in log order")]
+    #[error(
+        "record {at} comes after record {previous} in the edits; give each record once, in log order"
+    )]
     NotIncreasing {
         /// The record out of order.
         at: usize,

@@ -3,7 +3,7 @@
 //! digest or summary message, or dropped. Every message nothing touched is copied
 //! byte for byte; an edited one changes only the values edited (a block's content, a
 //! call's arguments) or loses a block; a summary message is written in the provider's
-//! shape by [`rewrite::summary_message`](super::rewrite::summary_message), its text by
+//! shape by [`rewrite::summary_message`], its text by
 //! the one ledger renderer ([`summary_text`]).
 //!
 //! ```text
@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Positions: the strategies' [`Edit`]s name records of the log as it was before each
-//! step; [`write`] replays them on a map from the log's records to the transcript's
+//! step; [`write()`] replays them on a map from the log's records to the transcript's
 //! messages and blocks ([`Transcript::records`]'s owner map), so every edit lands on
 //! the block it was made on. Regions always start and end at message boundaries (legal
 //! cuts), so a message is kept, summarized or dropped whole. Formats: Anthropic
@@ -29,8 +29,8 @@ use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, Transcript, rewrite};
-use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport};
 use crate::AppendError;
+use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport};
 use crate::compact::{Entry, Fnv1a, Log, Payload, summary_text};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
@@ -90,7 +90,9 @@ pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
     for (m, message) in t.messages.iter().enumerate().skip(from) {
         for (k, (b, _)) in message.blocks.iter().enumerate() {
             let Some(record) = records.get(at) else {
-                return Err(EditError::Mismatch(format!("message {m} has more blocks than records")));
+                return Err(EditError::Mismatch(format!(
+                    "message {m} has more blocks than records"
+                )));
             };
             let editable = message.role != Role::Compacted;
             let payload = match b {
@@ -104,7 +106,9 @@ pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
                     status: None,
                     content: Some(first_line.clone()),
                 },
-                Block::Reasoning if editable && matches!(record.kind(), crate::RecordKind::Assistant) => {
+                Block::Reasoning
+                    if editable && matches!(record.kind(), crate::RecordKind::Assistant) =>
+                {
                     Payload::Reasoning { signed: true }
                 }
                 _ => Payload::None,
@@ -184,13 +188,20 @@ fn replay(n: usize, steps: &[&StepReport], after: &Log) -> Result<Replay, EditEr
             };
             match origin.get(at) {
                 Some(Origin::Record(i)) => edits[*i] = Some(how),
-                _ => return Err(mismatch(format!("{e:?} does not name a record of the transcript"))),
+                _ => {
+                    return Err(mismatch(format!(
+                        "{e:?} does not name a record of the transcript"
+                    )));
+                }
             }
         }
-        regions.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        regions.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
         for (start, end, summary) in regions {
             if start >= end || end > origin.len() {
-                return Err(mismatch(format!("region {start}..{end} of {}", origin.len())));
+                return Err(mismatch(format!(
+                    "region {start}..{end} of {}",
+                    origin.len()
+                )));
             }
             let first = |o: &Origin| match o {
                 Origin::Record(i) => *i,
@@ -340,10 +351,12 @@ fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<
         .collect();
     let mut new: Vec<Option<Option<String>>> = Vec::with_capacity(plans.len());
     for (m, (message, plan)) in t.messages.iter().zip(plans).enumerate() {
-        let text = input.get(spans[m].clone()).ok_or_else(|| EditError::Message {
-            message: m,
-            detail: "its bytes are not in the input".to_owned(),
-        })?;
+        let text = input
+            .get(spans[m].clone())
+            .ok_or_else(|| EditError::Message {
+                message: m,
+                detail: "its bytes are not in the input".to_owned(),
+            })?;
         // None: unchanged; Some(None): dropped; Some(Some(text)): rewritten.
         new.push(match plan {
             MessagePlan::Drop => Some(None),
@@ -400,7 +413,7 @@ fn edit_message(
 }
 
 /// Applies `splices` (disjoint ranges of `text`) to `text`. **O(len)**.
-fn splice(text: &str, mut splices: Vec<(Range<usize>, String)>) -> String {
+fn splice(text: &str, mut splices: Splices) -> String {
     splices.sort_unstable_by_key(|(r, _)| r.start);
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
@@ -420,17 +433,20 @@ fn field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
     Ok(map.get(name).map(|raw| span_of(text, raw)))
 }
 
+/// Byte ranges of a text and what replaces each.
+type Splices = Vec<(Range<usize>, String)>;
+
 /// How one block of a content array is edited.
 trait BlockShape {
     /// Splices for `edit` of the block `text`, or `None` when the block is dropped.
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Vec<(Range<usize>, String)>>, String>;
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String>;
 }
 
 /// An Anthropic (and Claude Code) content block.
 struct AnthropicBlock;
 
 impl BlockShape for AnthropicBlock {
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Vec<(Range<usize>, String)>>, String> {
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
         Ok(match edit {
             BlockEdit::DropThinking => None,
             BlockEdit::ClearResult => Some(
@@ -451,8 +467,8 @@ impl BlockShape for AnthropicBlock {
 struct GeminiPart;
 
 impl BlockShape for GeminiPart {
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Vec<(Range<usize>, String)>>, String> {
-        let inner = |outer: &[&str], name: &str, with: String| -> Result<Vec<(Range<usize>, String)>, String> {
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
+        let inner = |outer: &[&str], name: &str, with: String| -> Result<Splices, String> {
             for o in outer {
                 if let Some(r) = field(text, o)? {
                     if let Some(v) = field(&text[r.clone()], name)? {
@@ -469,7 +485,11 @@ impl BlockShape for GeminiPart {
                 "response",
                 format!("{{\"result\":{}}}", placeholder()),
             )?),
-            BlockEdit::ClearInput => Some(inner(&["functionCall", "function_call"], "args", "{}".to_owned())?),
+            BlockEdit::ClearInput => Some(inner(
+                &["functionCall", "function_call"],
+                "args",
+                "{}".to_owned(),
+            )?),
         })
     }
 }
@@ -534,7 +554,12 @@ fn edit_chat(
     let inputs: Vec<usize> = edits
         .iter()
         .filter(|(_, e)| **e == BlockEdit::ClearInput)
-        .map(|(k, _)| message.blocks[..*k].iter().filter(|(b, _)| matches!(b, Block::Call { .. })).count())
+        .map(|(k, _)| {
+            message.blocks[..*k]
+                .iter()
+                .filter(|(b, _)| matches!(b, Block::Call { .. }))
+                .count()
+        })
         .collect();
     if !inputs.is_empty() {
         let Some(calls) = field(text, "tool_calls")? else {
@@ -657,8 +682,9 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
             MessagePlan::Drop => forget(claude, body, &last_uuid, &mut relink),
             MessagePlan::Summary((summary, tokens)) => {
                 if j == 0 {
-                    let line = summary_line(t.format, body, summary, *tokens, &last_uuid, span.start)
-                        .map_err(|detail| EditError::Message { message: m, detail })?;
+                    let line =
+                        summary_line(t.format, body, summary, *tokens, &last_uuid, span.start)
+                            .map_err(|detail| EditError::Message { message: m, detail })?;
                     forget(claude, body, &last_uuid, &mut relink);
                     emit(&mut out, claude, &line, &mut last_uuid, &relink);
                     if claude {
@@ -709,7 +735,9 @@ fn emit(
             let patch = chain.parent.and_then(|raw| {
                 let parent = serde_json::from_str::<Option<String>>(raw.get()).ok()??;
                 let to = relink.get(&parent)?;
-                let value = to.as_ref().map_or_else(|| "null".to_owned(), |u| format!("{u:?}"));
+                let value = to
+                    .as_ref()
+                    .map_or_else(|| "null".to_owned(), |u| format!("{u:?}"));
                 Some((span_of(&line, raw), value))
             });
             if chain.uuid.is_some() {
@@ -725,7 +753,12 @@ fn emit(
 }
 
 /// A dropped Claude Code line: its children will point to the line before it.
-fn forget(claude: bool, line: &str, last_uuid: &Option<String>, relink: &mut HashMap<String, Option<String>>) {
+fn forget(
+    claude: bool,
+    line: &str,
+    last_uuid: &Option<String>,
+    relink: &mut HashMap<String, Option<String>>,
+) {
     if !claude {
         return;
     }
@@ -745,8 +778,9 @@ fn summary_line(
     parent: &Option<String>,
     at: usize,
 ) -> Result<String, String> {
-    let mut value: serde_json::Value = serde_json::from_str(&rewrite::summary_message(format, text, tokens))
-        .map_err(|e| format!("summary: {e}"))?;
+    let mut value: serde_json::Value =
+        serde_json::from_str(&rewrite::summary_message(format, text, tokens))
+            .map_err(|e| format!("summary: {e}"))?;
     if let serde_json::Value::Object(map) = &mut value {
         for (k, v) in rewrite::line_context(format, first) {
             map.entry(k).or_insert(v);
@@ -797,8 +831,10 @@ fn edit_line(
             let Some(message) = field(line, "message")? else {
                 return Err("no message".to_owned());
             };
-            Ok(edit_content(&line[message.clone()], "content", &local, &AnthropicBlock)?
-                .map(|msg| splice(line, vec![(message, msg)])))
+            Ok(
+                edit_content(&line[message.clone()], "content", &local, &AnthropicBlock)?
+                    .map(|msg| splice(line, vec![(message, msg)])),
+            )
         }
         other => Err(format!("{other} is not a JSON lines format")),
     }
@@ -820,7 +856,7 @@ fn line_blocks(line: &str) -> Result<usize, String> {
     if !text.starts_with('[') {
         return Ok(1);
     }
-    let elements: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| format!("content: {e}"))?;
+    let elements: Vec<&RawValue> =
+        serde_json::from_str(text).map_err(|e| format!("content: {e}"))?;
     Ok(elements.len().max(1))
 }
-

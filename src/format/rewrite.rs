@@ -145,7 +145,10 @@ fn summary_value(format: Format, text: &str, tokens: u64) -> serde_json::Value {
 /// first summarized line so the summary line looks like its neighbours: `timestamp`
 /// (Codex, Claude Code) and `sessionId`, `cwd`, `version`, `isSidechain` (Claude Code:
 /// a subagent's summary stays in the subagent's conversation).
-pub(crate) fn line_context(format: Format, line: &str) -> serde_json::Map<String, serde_json::Value> {
+pub(crate) fn line_context(
+    format: Format,
+    line: &str,
+) -> serde_json::Map<String, serde_json::Value> {
     let keys: &[&str] = match format {
         Format::CodexRollout => &["timestamp"],
         Format::ClaudeCode => &["timestamp", "sessionId", "cwd", "version", "isSidechain"],

@@ -130,7 +130,10 @@ fn batched_replacement_equals_a_rebuild() {
                     RecordKind::ToolResult(id) => Record::tool_result(format!("{id}-{round}"), 9),
                     _ => r,
                 };
-                assert_eq!(t.append(r.clone()).is_ok(), rebuilt.append(r.clone()).is_ok());
+                assert_eq!(
+                    t.append(r.clone()).is_ok(),
+                    rebuilt.append(r.clone()).is_ok()
+                );
                 recs.push(r);
             }
             t.assert_invariants();
@@ -145,7 +148,9 @@ fn refused_batches_change_nothing() {
     let before = t.observe();
     let cuts: Vec<usize> = t.legal_cuts().collect();
     let (a, b, c) = (cuts[2], cuts[5], cuts[9]);
-    let not_legal = (a + 1..b).find(|&p| !t.is_legal_cut(p)).expect("an illegal cut");
+    let not_legal = (a + 1..b)
+        .find(|&p| !t.is_legal_cut(p))
+        .expect("an illegal cut");
     let refusals = [
         (
             vec![Replacement::summary(a, c, 5), Replacement::summary(b, c, 5)],

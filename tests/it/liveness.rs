@@ -15,13 +15,17 @@ fn log_with_dead_call(after: usize) -> Log {
     let mut log = Log::new();
     log.append(Entry::from(Record::user(1_000))).unwrap();
     log.append(Entry::from(Record::assistant(100))).unwrap();
-    log.append(Entry::from(Record::tool_use("dead", 20).bound_to_previous()))
-        .unwrap();
+    log.append(Entry::from(
+        Record::tool_use("dead", 20).bound_to_previous(),
+    ))
+    .unwrap();
     log.append(Entry::from(Record::tool_use("ok", 20).bound_to_previous()))
         .unwrap();
-    log.append(Entry::from(Record::tool_result("ok", 500))).unwrap();
+    log.append(Entry::from(Record::tool_result("ok", 500)))
+        .unwrap();
     for i in 0..after {
-        log.append(Entry::from(Record::user(200 + i as u64))).unwrap();
+        log.append(Entry::from(Record::user(200 + i as u64)))
+            .unwrap();
     }
     log
 }
@@ -33,7 +37,10 @@ fn a_dead_call_is_closed_where_its_answer_belongs() {
     assert!(log.stale_calls(&Age::Records(5)).is_empty());
     let stale = log.stale_calls(&Age::Records(4));
     assert_eq!(stale.len(), 1);
-    assert_eq!((stale[0].call_id.as_str(), stale[0].at, stale[0].age), ("dead", 2, 5));
+    assert_eq!(
+        (stale[0].call_id.as_str(), stale[0].at, stale[0].age),
+        ("dead", 2, 5)
+    );
     // Every cut after the call is illegal while it is pending.
     assert_eq!(log.tracker().legal_cut_at_or_before(log.len()), 1);
     let at = log.abort_calls(&[CallId::from("dead")]).unwrap();
@@ -41,7 +48,9 @@ fn a_dead_call_is_closed_where_its_answer_belongs() {
     log.assert_invariants();
     let e = &log.entries()[5];
     assert!(matches!(e.record.kind(), RecordKind::ToolResult(id) if id == "dead"));
-    assert!(matches!(&e.payload, Payload::Result { status: Some(ResultStatus::Aborted), content: Some(c) } if c == ABORTED_RESULT_TEXT));
+    assert!(
+        matches!(&e.payload, Payload::Result { status: Some(ResultStatus::Aborted), content: Some(c) } if c == ABORTED_RESULT_TEXT)
+    );
     assert!(validate(log.entries(), Options::strict()).is_clean());
     assert_eq!(log.tracker().legal_cut_at_or_before(log.len()), log.len());
     // Closing again does nothing.
@@ -55,7 +64,8 @@ fn a_call_in_the_last_turn_is_closed_by_an_append_and_interim_results_keep_it_al
     assert!(log.note_interim(&dead), "pending");
     assert!(!log.note_interim(&CallId::from("ok")), "answered");
     for _ in 0..3 {
-        log.append(Entry::from(Record::tool_result("other", 1))).unwrap();
+        log.append(Entry::from(Record::tool_result("other", 1)))
+            .unwrap();
     }
     // 5 records after the call, but only 3 since its interim result.
     assert!(log.stale_calls(&Age::Records(3)).is_empty());
@@ -70,10 +80,17 @@ fn a_call_in_the_last_turn_is_closed_by_an_append_and_interim_results_keep_it_al
     assert!(log.stale_calls(&clock(200)).is_empty());
     assert_eq!(log.stale_calls(&clock(250))[0].age, 150);
     let len = log.len();
-    assert_eq!(log.abort_calls(&[dead]).unwrap(), [len], "appended at the end");
+    assert_eq!(
+        log.abort_calls(&[dead]).unwrap(),
+        [len],
+        "appended at the end"
+    );
     log.assert_invariants();
     let report = validate(log.entries(), Options::strict());
-    assert_eq!(report.count("unanswered-call") + report.count("pending-at-end"), 0);
+    assert_eq!(
+        report.count("unanswered-call") + report.count("pending-at-end"),
+        0
+    );
 }
 
 #[test]
@@ -91,7 +108,10 @@ fn the_compactor_closes_dead_calls_and_compaction_resumes() {
     assert!(matches!(first.report.steps[0], Step::NoProgress(_)));
     assert!(!first.report.met_budget());
     let again = stuck.run(&mut log, None).unwrap();
-    assert!(matches!(again.report.steps[0], Step::Stalled(_)), "no repeat without progress");
+    assert!(
+        matches!(again.report.steps[0], Step::Stalled(_)),
+        "no repeat without progress"
+    );
     let mut live = Compactor::new(pipeline).dead_after(Age::Records(4));
     let done = live.run(&mut log, None).unwrap();
     assert_eq!(done.aborted.len(), 1);

@@ -187,7 +187,11 @@ fn check_step(
     let report = match outcome {
         Err(none) => {
             assert_eq!(none.kind, strategy.kind());
-            assert_eq!(bytes(log), before_bytes, "{what}: no progress changes nothing");
+            assert_eq!(
+                bytes(log),
+                before_bytes,
+                "{what}: no progress changes nothing"
+            );
             assert_eq!(none.tokens, total_before);
             return None;
         }
@@ -196,11 +200,18 @@ fn check_step(
     // Sizes.
     assert_eq!(report.tokens_before, total_before, "{what}");
     assert_eq!(report.tokens_after, log.tracker().total_tokens(), "{what}");
-    assert!(report.tokens_after <= report.tokens_before, "{what}: never grows");
+    assert!(
+        report.tokens_after <= report.tokens_before,
+        "{what}: never grows"
+    );
     assert_eq!(report.records_after, log.len());
     assert_eq!(report.met_target, goal.met(report.tokens_after));
     if report.edits.is_empty() {
-        assert_eq!(bytes(log), before_bytes, "{what}: nothing to do, nothing done");
+        assert_eq!(
+            bytes(log),
+            before_bytes,
+            "{what}: nothing to do, nothing done"
+        );
     }
     // Conditions.
     let after = check(log);
@@ -265,7 +276,11 @@ fn check_step(
 fn strategies(rng: &mut Rng) -> Vec<Strategy> {
     let mut clear = Clear::default()
         .keep_tool_uses(rng.range(0, 6) as usize)
-        .clear_at_least(if rng.chance(0.2) { rng.range(0, 20_000) } else { 0 });
+        .clear_at_least(if rng.chance(0.2) {
+            rng.range(0, 20_000)
+        } else {
+            0
+        });
     if rng.chance(0.3) {
         clear = clear.exclude_tools(["grep"]);
     }
@@ -308,9 +323,9 @@ fn run_strategies(seed: u64, n: usize, damage: f64) {
         let mut log = base.clone();
         let first = &strategies(&mut rng)[rng.range(0, 5) as usize];
         let g = goal(log.tracker().total_tokens(), &mut rng);
-        let removed = first
-            .run(&mut log, &g)
-            .is_ok_and(|r| !r.dropped_calls.is_empty() || r.edits.iter().any(|e| matches!(e, Edit::Removed { .. })));
+        let removed = first.run(&mut log, &g).is_ok_and(|r| {
+            !r.dropped_calls.is_empty() || r.edits.iter().any(|e| matches!(e, Edit::Removed { .. }))
+        });
         let g = goal(log.tracker().total_tokens(), &mut rng);
         check_step(&mut log, &strategy, &g, removed);
     }
@@ -328,7 +343,11 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
     let budget = rng.range(total / 10, total + 1);
     let pipeline = preset.pipeline(budget);
     let mut progress = Progress::new();
-    let report = pipeline.run_with(&mut log, &mut progress, &mut cutpoint::compact::strategy::LedgerOnly);
+    let report = pipeline.run_with(
+        &mut log,
+        &mut progress,
+        &mut cutpoint::compact::strategy::LedgerOnly,
+    );
     assert_eq!(report.steps.len(), pipeline.stages.len());
     assert_eq!(report.tokens_after, log.tracker().total_tokens());
     assert_no_new_violations(&before, &check(&log), preset.name());
@@ -342,12 +361,19 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
         .flatten()
         .collect();
     let after_ids = call_ids(&log);
-    assert!(before_ids.iter().all(|id| after_ids.contains(id) || dropped.contains(id)));
+    assert!(
+        before_ids
+            .iter()
+            .all(|id| after_ids.contains(id) || dropped.contains(id))
+    );
     assert_same_as_rebuilt(&log, !dropped.is_empty() || preset == Preset::Aggressive);
     if !report.met_budget() {
         assert!(
             report.blocked().next().is_some()
-                || report.steps.iter().any(|s| matches!(s, Step::Ran(r) if !r.met_target)),
+                || report
+                    .steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Ran(r) if !r.met_target)),
             "{preset}: over budget without saying why: {:?}",
             report.steps
         );
@@ -359,19 +385,34 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
     let mut converged = false;
     for _ in 0..pipeline.stages.len() + 2 {
         let changes = log.changes();
-        last = pipeline.run_with(&mut log, &mut progress, &mut cutpoint::compact::strategy::LedgerOnly);
+        last = pipeline.run_with(
+            &mut log,
+            &mut progress,
+            &mut cutpoint::compact::strategy::LedgerOnly,
+        );
         log.assert_invariants();
         if log.changes() == changes {
             converged = true;
             break;
         }
     }
-    assert!(converged, "{preset}: the runs never settle: {:?}", last.steps);
+    assert!(
+        converged,
+        "{preset}: the runs never settle: {:?}",
+        last.steps
+    );
     let unchanged = bytes(&log);
-    let again = pipeline.run_with(&mut log, &mut progress, &mut cutpoint::compact::strategy::LedgerOnly);
+    let again = pipeline.run_with(
+        &mut log,
+        &mut progress,
+        &mut cutpoint::compact::strategy::LedgerOnly,
+    );
     for (i, step) in last.steps.iter().enumerate() {
         if matches!(step, Step::NoProgress(_) | Step::Stalled(_)) {
-            assert!(matches!(again.steps[i], Step::Stalled(_)), "stage {i} ran again");
+            assert!(
+                matches!(again.steps[i], Step::Stalled(_)),
+                "stage {i} ran again"
+            );
         }
     }
     assert_eq!(bytes(&log), unchanged);
@@ -436,23 +477,28 @@ fn small() -> Log {
             },
         )
     };
-    let thinking = |tokens: u64| Entry::new(Record::assistant(tokens), Payload::Reasoning { signed: true });
+    let thinking = |tokens: u64| {
+        Entry::new(
+            Record::assistant(tokens),
+            Payload::Reasoning { signed: true },
+        )
+    };
     Log::from_entries([
-        Entry::from(Record::user(1_000)),              // 0: task (turn 1)
-        thinking(300),                                  // 1
-        call("a", "bash"),                              // 2
-        result("a", 4_000),                             // 3
-        Entry::from(Record::assistant(50)),             // 4
-        call("b", "grep"),                              // 5
-        result("b", 3_000),                             // 6
-        Entry::from(Record::user(80)),                  // 7: turn 2
-        thinking(200),                                  // 8
-        call("c", "bash"),                              // 9
-        result("c", 2_000),                             // 10
-        Entry::from(Record::user(60)),                  // 11: turn 3 (current)
-        thinking(100),                                  // 12
-        call("d", "bash"),                              // 13
-        result("d", 1_000),                             // 14
+        Entry::from(Record::user(1_000)),   // 0: task (turn 1)
+        thinking(300),                      // 1
+        call("a", "bash"),                  // 2
+        result("a", 4_000),                 // 3
+        Entry::from(Record::assistant(50)), // 4
+        call("b", "grep"),                  // 5
+        result("b", 3_000),                 // 6
+        Entry::from(Record::user(80)),      // 7: turn 2
+        thinking(200),                      // 8
+        call("c", "bash"),                  // 9
+        result("c", 2_000),                 // 10
+        Entry::from(Record::user(60)),      // 11: turn 3 (current)
+        thinking(100),                      // 12
+        call("d", "bash"),                  // 13
+        result("d", 1_000),                 // 14
     ])
     .expect("a valid log")
 }
@@ -476,15 +522,25 @@ fn clear_keeps_the_last_tool_uses_and_excluded_tools() {
             Edit::ClearedResult { at: 10 },
         ]
     );
-    assert_eq!(report.left_alone.count(cutpoint::compact::strategy::Skip::ExcludedTool), 1);
+    assert_eq!(
+        report
+            .left_alone
+            .count(cutpoint::compact::strategy::Skip::ExcludedTool),
+        1
+    );
     let e = log.entries();
     assert_eq!(e[6].record.tokens(), 3_000, "grep is excluded");
     assert_eq!(e[14].record.tokens(), 1_000, "the last tool use is kept");
-    assert!(matches!(&e[3].payload, Payload::Result { content: Some(c), .. } if c == cutpoint::compact::strategy::CLEARED_RESULT_TEXT));
+    assert!(
+        matches!(&e[3].payload, Payload::Result { content: Some(c), .. } if c == cutpoint::compact::strategy::CLEARED_RESULT_TEXT)
+    );
     assert!(matches!(&e[2].payload, Payload::Call { arguments: Some(a), .. } if a == "{}"));
     // A cleared result still answers its call.
     assert!(check(&log).is_clean());
-    assert_eq!(report.tokens_before - report.tokens_after, 4_000 + 2_000 - 2 * 10 + 2 * (20 - 12));
+    assert_eq!(
+        report.tokens_before - report.tokens_after,
+        4_000 + 2_000 - 2 * 10 + 2 * (20 - 12)
+    );
 }
 
 #[test]
@@ -498,7 +554,10 @@ fn clear_at_least_is_all_or_nothing() {
         .unwrap_err();
     assert!(matches!(
         none.reason,
-        Blocked::BelowClearAtLeast { at_least: 100_000, available: 8_970 }
+        Blocked::BelowClearAtLeast {
+            at_least: 100_000,
+            available: 8_970
+        }
     ));
     assert_eq!(bytes(&log), before, "byte-identical");
     // With a target it clears oldest first, but at least `clear_at_least`.
@@ -508,25 +567,47 @@ fn clear_at_least_is_all_or_nothing() {
         .clear_at_least(5_000)
         .run(&mut log, &Goal::default().target(total - 1))
         .unwrap();
-    assert_eq!(report.cleared_results, 2, "4,000 is not 5,000: the next goes too");
+    assert_eq!(
+        report.cleared_results, 2,
+        "4,000 is not 5,000: the next goes too"
+    );
 }
 
 #[test]
 fn clear_thinking_never_touches_the_current_turn() {
     let mut log = small();
-    let report = ClearThinking::default().run(&mut log, &Goal::default()).unwrap();
+    let report = ClearThinking::default()
+        .run(&mut log, &Goal::default())
+        .unwrap();
     assert_eq!(
         report.edits,
-        [Edit::ClearedThinking { at: 1 }, Edit::ClearedThinking { at: 8 }]
+        [
+            Edit::ClearedThinking { at: 1 },
+            Edit::ClearedThinking { at: 8 }
+        ]
     );
-    assert_eq!(log.entries()[12].record.tokens(), 100, "the current turn's thinking");
+    assert_eq!(
+        log.entries()[12].record.tokens(),
+        100,
+        "the current turn's thinking"
+    );
     assert_eq!(log.entries()[1].record.tokens(), 0);
-    assert_eq!(report.left_alone.count(cutpoint::compact::strategy::Skip::CurrentTurn), 1);
-    let again = ClearThinking::default().run(&mut log, &Goal::default()).unwrap_err();
+    assert_eq!(
+        report
+            .left_alone
+            .count(cutpoint::compact::strategy::Skip::CurrentTurn),
+        1
+    );
+    let again = ClearThinking::default()
+        .run(&mut log, &Goal::default())
+        .unwrap_err();
     assert_eq!(again.reason, Blocked::NothingEligible);
     // Keeping two turns keeps turn 2's thinking too.
     let mut log = small();
-    let report = ClearThinking::default().keep_turns(2).run(&mut log, &Goal::default()).unwrap();
+    let report = ClearThinking::default()
+        .keep_turns(2)
+        .run(&mut log, &Goal::default())
+        .unwrap();
     assert_eq!(report.edits, [Edit::ClearedThinking { at: 1 }]);
 }
 
@@ -534,7 +615,10 @@ fn clear_thinking_never_touches_the_current_turn() {
 fn digest_keeps_ids_arguments_status_and_first_lines() {
     let mut log = small();
     let report = Digest::default()
-        .run(&mut log, &Goal::within(Floors::none().keep_head(1).min_turns(1)))
+        .run(
+            &mut log,
+            &Goal::within(Floors::none().keep_head(1).min_turns(1)),
+        )
         .unwrap();
     // Groups 1..4 (thinking + a), 4..7 (b) and 8..11 (c); turn 3 is the floor. Group
     // 1..4 holds only assistant records, calls and results.
@@ -568,9 +652,15 @@ fn digest_keeps_ids_arguments_status_and_first_lines() {
     assert_eq!(log.len(), 15 - 2 - 2 - 2);
     // A digest of a digest changes nothing.
     let again = Digest::default()
-        .run(&mut log, &Goal::within(Floors::none().keep_head(1).min_turns(1)))
+        .run(
+            &mut log,
+            &Goal::within(Floors::none().keep_head(1).min_turns(1)),
+        )
         .unwrap_err();
-    assert!(matches!(again.reason, Blocked::Floors { .. } | Blocked::NothingEligible));
+    assert!(matches!(
+        again.reason,
+        Blocked::Floors { .. } | Blocked::NothingEligible
+    ));
 }
 
 #[test]
@@ -578,11 +668,20 @@ fn summarize_calls_the_hook_and_keeps_the_ledger() {
     let mut log = small();
     let mut asked = Vec::new();
     let mut hook = |r: &SummaryRequest<'_>| {
-        asked.push(r.units.iter().map(|u| u.call_id.to_string()).collect::<Vec<_>>());
+        asked.push(
+            r.units
+                .iter()
+                .map(|u| u.call_id.to_string())
+                .collect::<Vec<_>>(),
+        );
         Prose::text("The agent ran a, b and c.")
     };
     let report = Summarize::default()
-        .run_with(&mut log, &Goal::within(Floors::none().keep_head(1).min_turns(1)), &mut hook)
+        .run_with(
+            &mut log,
+            &Goal::within(Floors::none().keep_head(1).min_turns(1)),
+            &mut hook,
+        )
         .unwrap();
     assert_eq!(asked, [["a", "b", "c"]]);
     assert_eq!(report.edits, [Edit::Replaced { start: 1, end: 11 }]);
@@ -606,13 +705,19 @@ fn summarize_runs_an_async_hook() {
     let total = log.tracker().total_tokens();
     let pipeline = Pipeline::new()
         .floors(Floors::none().keep_head(1))
-        .stage(Stage::new(Strategy::Summarize(Summarize::default()), Trigger::TokensAbove(total / 2)));
-    let report = futures::executor::block_on(pipeline.run_async(&mut log, &mut Progress::new(), &mut Model));
+        .stage(Stage::new(
+            Strategy::Summarize(Summarize::default()),
+            Trigger::TokensAbove(total / 2),
+        ));
+    let report =
+        futures::executor::block_on(pipeline.run_async(&mut log, &mut Progress::new(), &mut Model));
     let Step::Ran(step) = &report.steps[0] else {
         panic!("{:?}", report.steps)
     };
     assert!(step.tokens_after <= total / 2);
-    assert!(matches!(&log.entries()[1].payload, Payload::Summary { text: Some(t), .. } if t.ends_with("calls")));
+    assert!(
+        matches!(&log.entries()[1].payload, Payload::Summary { text: Some(t), .. } if t.ends_with("calls"))
+    );
 }
 
 #[test]
@@ -630,13 +735,19 @@ fn slide_drops_whole_turns_into_a_ledger_and_keeps_at_least_n() {
         .keep_turns(1)
         .run(&mut log, &Goal::within(Floors::none().keep_head(1)))
         .unwrap_err();
-    assert!(matches!(again.reason, Blocked::NotSmaller { .. }), "{again}");
+    assert!(
+        matches!(again.reason, Blocked::NotSmaller { .. }),
+        "{again}"
+    );
     // A target stops at the first turn start that meets it.
     let mut log = small();
     let total = log.tracker().total_tokens();
     let report = Slide::default()
         .keep_turns(1)
-        .run(&mut log, &Goal::within(Floors::none().keep_head(1)).target(total - 7_000))
+        .run(
+            &mut log,
+            &Goal::within(Floors::none().keep_head(1)).target(total - 7_000),
+        )
         .unwrap();
     assert_eq!(report.edits, [Edit::Replaced { start: 1, end: 7 }]);
 }
@@ -646,13 +757,13 @@ fn truncate_names_every_call_it_drops() {
     let mut log = small();
     let total = log.tracker().total_tokens();
     let report = Truncate::default()
-        .run(&mut log, &Goal::within(Floors::none().keep_head(1)).target(total - 5_000))
+        .run(
+            &mut log,
+            &Goal::within(Floors::none().keep_head(1)).target(total - 5_000),
+        )
         .unwrap();
     assert_eq!(report.edits, [Edit::Removed { start: 1, end: 7 }]);
-    assert_eq!(
-        report.dropped_calls,
-        [CallId::from("a"), CallId::from("b")]
-    );
+    assert_eq!(report.dropped_calls, [CallId::from("a"), CallId::from("b")]);
     assert_eq!(report.summaries, 0);
     assert!(check(&log).is_clean());
     // Without a pinned head the retained log starts with a user message.
@@ -690,7 +801,13 @@ fn pending_calls_and_floors_are_typed_no_progress() {
     let none = Truncate::default()
         .run(&mut log, &Goal::within(Floors::none().min_turns(9)))
         .unwrap_err();
-    assert!(matches!(none.reason, Blocked::Floors { .. } | Blocked::NothingEligible), "{none}");
+    assert!(
+        matches!(
+            none.reason,
+            Blocked::Floors { .. } | Blocked::NothingEligible
+        ),
+        "{none}"
+    );
 }
 
 #[test]
@@ -698,11 +815,18 @@ fn a_trigger_that_does_not_fire_runs_nothing_and_targets_stop_early() {
     let log = small();
     let total = log.tracker().total_tokens();
     let pipeline = Pipeline::new()
-        .stage(Stage::new(Strategy::default_of(Kind::Clear), Trigger::TokensAbove(total)))
+        .stage(Stage::new(
+            Strategy::default_of(Kind::Clear),
+            Trigger::TokensAbove(total),
+        ))
         .stage(
             Stage::new(
                 Strategy::Clear(Clear::default().keep_tool_uses(0)),
-                Trigger::All(vec![Trigger::MessagesAbove(3), Trigger::TurnsAbove(2), Trigger::ToolGroupsAbove(3)]),
+                Trigger::All(vec![
+                    Trigger::MessagesAbove(3),
+                    Trigger::TurnsAbove(2),
+                    Trigger::ToolGroupsAbove(3),
+                ]),
             )
             .target(Target::Tokens(total - 3_000)),
         );
@@ -724,7 +848,11 @@ fn every_strategy_makes_progress_on_generated_logs() {
     let mut blocked = BTreeSet::new();
     for seed in 0..150u64 {
         let mut rng = Rng::new(seed);
-        let base = generated(seed, 50 + (seed as usize * 7) % 400, if seed % 3 == 0 { 0.05 } else { 0.0 });
+        let base = generated(
+            seed,
+            50 + (seed as usize * 7) % 400,
+            if seed % 3 == 0 { 0.05 } else { 0.0 },
+        );
         for strategy in strategies(&mut rng) {
             let mut log = base.clone();
             let g = goal(log.tracker().total_tokens(), &mut rng);
@@ -741,7 +869,15 @@ fn every_strategy_makes_progress_on_generated_logs() {
         let n = progressed.get(&kind).copied().unwrap_or(0);
         assert!(n >= 30, "{kind} made progress on only {n} of 150 logs");
     }
-    for reason in ["floors", "nothing-eligible", "below-clear-at-least", "pending-calls"] {
-        assert!(blocked.contains(reason), "no {reason} answer seen: {blocked:?}");
+    for reason in [
+        "floors",
+        "nothing-eligible",
+        "below-clear-at-least",
+        "pending-calls",
+    ] {
+        assert!(
+            blocked.contains(reason),
+            "no {reason} answer seen: {blocked:?}"
+        );
     }
 }

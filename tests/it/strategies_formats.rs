@@ -7,15 +7,15 @@
 
 use std::collections::BTreeSet;
 
+use cutpoint::RecordKind;
 use cutpoint::compact::pipeline::{Preset, Progress, Step};
 use cutpoint::compact::strategy::{
-    Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly, Slide,
-    StepReport, Strategy, Summarize, Truncate,
+    Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly, Slide, StepReport,
+    Strategy, Summarize, Truncate,
 };
 use cutpoint::format::edit::{log_of, write};
 use cutpoint::format::{self, ByteEstimate, Format, Transcript, check_rules};
 use cutpoint::testing::synth::{Rng, Session};
-use cutpoint::RecordKind;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Value, json};
@@ -26,8 +26,16 @@ use crate::transcripts::{FIXTURES, read as read_fixture};
 enum Part {
     Text(String),
     Thinking(String),
-    Call { id: String, name: String, args: Value },
-    Result { id: String, name: String, output: String },
+    Call {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    Result {
+        id: String,
+        name: String,
+        output: String,
+    },
 }
 
 /// A synth session grouped into messages (records bound together share one).
@@ -59,7 +67,9 @@ fn conversation(seed: u64, n: usize) -> Vec<(bool, Vec<Part>)> {
             _ => continue,
         };
         match messages.last_mut() {
-            Some((side, parts)) if r.is_bound_to_previous() && *side == user_side => parts.push(part),
+            Some((side, parts)) if r.is_bound_to_previous() && *side == user_side => {
+                parts.push(part)
+            }
             _ => messages.push((user_side, vec![part])),
         }
     }
@@ -76,19 +86,31 @@ fn document(format: Format, conversation: &[(bool, Vec<Part>)]) -> String {
                     .iter()
                     .map(|p| match p {
                         Part::Text(t) => json!({"type": "text", "text": t}),
-                        Part::Thinking(t) => json!({"type": "thinking", "thinking": t, "signature": "sig"}),
-                        Part::Call { id, name, args } => json!({"type": "tool_use", "id": id, "name": name, "input": args}),
-                        Part::Result { id, output, .. } => json!({"type": "tool_result", "tool_use_id": id, "content": output}),
+                        Part::Thinking(t) => {
+                            json!({"type": "thinking", "thinking": t, "signature": "sig"})
+                        }
+                        Part::Call { id, name, args } => {
+                            json!({"type": "tool_use", "id": id, "name": name, "input": args})
+                        }
+                        Part::Result { id, output, .. } => {
+                            json!({"type": "tool_result", "tool_use_id": id, "content": output})
+                        }
                     })
                     .collect();
-                out.push(json!({"role": if *user { "user" } else { "assistant" }, "content": blocks}));
+                out.push(
+                    json!({"role": if *user { "user" } else { "assistant" }, "content": blocks}),
+                );
             }
             Format::OpenAiChat => {
                 if *user {
                     for p in parts {
                         out.push(match p {
-                            Part::Result { id, output, .. } => json!({"role": "tool", "tool_call_id": id, "content": output}),
-                            Part::Text(t) | Part::Thinking(t) => json!({"role": "user", "content": t}),
+                            Part::Result { id, output, .. } => {
+                                json!({"role": "tool", "tool_call_id": id, "content": output})
+                            }
+                            Part::Text(t) | Part::Thinking(t) => {
+                                json!({"role": "user", "content": t})
+                            }
                             Part::Call { .. } => continue,
                         });
                     }
@@ -150,7 +172,11 @@ fn strategies(rng: &mut Rng) -> Vec<Strategy> {
         Strategy::Clear(
             Clear::default()
                 .keep_tool_uses(rng.range(0, 4) as usize)
-                .clear_inputs(if rng.chance(0.5) { ClearInputs::All } else { ClearInputs::None }),
+                .clear_inputs(if rng.chance(0.5) {
+                    ClearInputs::All
+                } else {
+                    ClearInputs::None
+                }),
         ),
         Strategy::ClearThinking(ClearThinking::default()),
         Strategy::Digest(Digest::default()),
@@ -185,7 +211,11 @@ fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)])
     // No provider rule broken that the input kept.
     let before = rule_names(&t);
     for rule in rule_names(&back) {
-        assert!(before.contains(rule), "{name}: {rule} is new: {:#?}", check_rules(&back));
+        assert!(
+            before.contains(rule),
+            "{name}: {rule} is new: {:#?}",
+            check_rules(&back)
+        );
     }
     // Every call id still there, as a call or in a ledger, unless truncate named it.
     let dropped: BTreeSet<String> = reports
@@ -210,7 +240,9 @@ fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)])
         if let [only] = steps.as_slice() {
             for e in &only.edits {
                 match e {
-                    Edit::ClearedResult { at } | Edit::ClearedInput { at } | Edit::ClearedThinking { at } => {
+                    Edit::ClearedResult { at }
+                    | Edit::ClearedInput { at }
+                    | Edit::ClearedThinking { at } => {
                         set.insert(built.owner[*at]);
                     }
                     Edit::Replaced { start, end } | Edit::Removed { start, end } => {
@@ -299,7 +331,10 @@ fn strategies_write_back_every_real_transcript() {
         let total = t.total_tokens();
         let mut rng = Rng::new(name.len() as u64);
         for strategy in strategies(&mut rng) {
-            for goal in [Goal::within(Floors::none().keep_head(1)), Goal::within(Floors::none().keep_head(1)).target(total / 2)] {
+            for goal in [
+                Goal::within(Floors::none().keep_head(1)),
+                Goal::within(Floors::none().keep_head(1)).target(total / 2),
+            ] {
                 check_edit(name, &text, format, &[(strategy.clone(), goal)]);
             }
         }
@@ -339,7 +374,10 @@ fn no_pass_repeats_without_progress_on_real_transcripts() {
         let again = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
         for (i, s) in last.steps.iter().enumerate() {
             if matches!(s, Step::NoProgress(_) | Step::Stalled(_)) {
-                assert!(matches!(again.steps[i], Step::Stalled(_)), "{name}: stage {i} ran again");
+                assert!(
+                    matches!(again.steps[i], Step::Stalled(_)),
+                    "{name}: stage {i} ran again"
+                );
             }
         }
         log.assert_invariants();
@@ -358,9 +396,13 @@ fn a_cleared_anthropic_result_keeps_its_block_and_everything_else() {
     let t = format::read(text, Format::AnthropicMessages, &ByteEstimate).unwrap();
     let built = log_of(&t).unwrap();
     let mut log = built.log.clone();
-    let clear = Clear::default().keep_tool_uses(0).clear_inputs(ClearInputs::All);
+    let clear = Clear::default()
+        .keep_tool_uses(0)
+        .clear_inputs(ClearInputs::All);
     let r1 = clear.run(&mut log, &Goal::default()).unwrap();
-    let r2 = ClearThinking::default().run(&mut log, &Goal::default()).unwrap();
+    let r2 = ClearThinking::default()
+        .run(&mut log, &Goal::default())
+        .unwrap();
     let out = write(&t, text, &built, &[&r1, &r2], &log).unwrap();
     assert_eq!(
         out,

@@ -150,7 +150,12 @@ impl Clear {
         // (position, old tokens, new tokens, is the result) in log order.
         let mut candidates: Vec<(usize, u64, u64, bool)> = Vec::new();
         let mut protected_results = 0;
-        for (i, entry) in entries.iter().enumerate().skip(head).take(recent.saturating_sub(head)) {
+        for (i, entry) in entries
+            .iter()
+            .enumerate()
+            .skip(head)
+            .take(recent.saturating_sub(head))
+        {
             match entry.record.kind() {
                 RecordKind::ToolUse(id) if i < calls_end => {
                     let tool = match &entry.payload {
@@ -211,7 +216,8 @@ impl Clear {
         // at least `clear_at_least` is reclaimed.
         let mut chosen: Vec<(usize, u64, bool)> = Vec::new();
         let mut reclaimed: u64 = 0;
-        let mut by_result: Vec<&(usize, u64, u64, bool)> = candidates.iter().filter(|c| c.3).collect();
+        let mut by_result: Vec<&(usize, u64, u64, bool)> =
+            candidates.iter().filter(|c| c.3).collect();
         by_result.sort_unstable_by_key(|c| c.0);
         let input_of: HashMap<&str, &(usize, u64, u64, bool)> = candidates
             .iter()
@@ -278,13 +284,22 @@ impl Clear {
                 report.cleared_inputs += 1;
                 report.edits.push(Edit::ClearedInput { at });
             }
-            rewrites.push(Rewrite { at, tokens, payload });
+            rewrites.push(Rewrite {
+                at,
+                tokens,
+                payload,
+            });
         }
         // Positions are in range and increasing, payloads fit their kinds, and the
         // total only shrinks: the edit cannot be refused.
         if let Err(e) = log.rewrite_entries(rewrites) {
             debug_assert!(false, "clear's edits are valid: {e}");
-            return Err(NoProgress::new(Kind::Clear, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Clear,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
         report.left_alone = left;
         Ok(report.finish(log, goal))

@@ -104,7 +104,12 @@ impl ClearThinking {
         // only shrinks: the edit cannot be refused.
         if let Err(e) = log.rewrite_entries(rewrites) {
             debug_assert!(false, "clear-thinking's edits are valid: {e}");
-            return Err(NoProgress::new(Kind::ClearThinking, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::ClearThinking,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
         report.left_alone = left;
         Ok(report.finish(log, goal))

@@ -104,7 +104,10 @@ impl Digest {
             a = b;
         }
         let floor_groups = log.tool_group_count()
-            - log.structure.groups.index_at_or_after(span.recent.min(log.len()));
+            - log
+                .structure
+                .groups
+                .index_at_or_after(span.recent.min(log.len()));
         left.add(Skip::Floor, floor_groups);
         if plans.is_empty() {
             let reason = if floor_groups > 0 && left.count(Skip::NotSmaller) == 0 {
@@ -140,7 +143,12 @@ impl Digest {
         // batch cannot be refused.
         if let Err(e) = log.apply_many(batch) {
             debug_assert!(false, "digest's regions are valid: {e}");
-            return Err(NoProgress::new(Kind::Digest, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Digest,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
         report.left_alone = left;
         Ok(report.finish(log, goal))

@@ -148,8 +148,16 @@ impl Floors {
         let turns = self.min_turns.min(log.turn_count());
         let groups = self.min_tool_groups.min(log.tool_group_count());
         let len = log.len();
-        let turn_floor = if turns == 0 { len } else { log.turn_start_from_end(turns).unwrap_or(len) };
-        let group_floor = if groups == 0 { len } else { log.tool_group_start_from_end(groups).unwrap_or(len) };
+        let turn_floor = if turns == 0 {
+            len
+        } else {
+            log.turn_start_from_end(turns).unwrap_or(len)
+        };
+        let group_floor = if groups == 0 {
+            len
+        } else {
+            log.tool_group_start_from_end(groups).unwrap_or(len)
+        };
         turn_floor.min(group_floor)
     }
 }
@@ -293,7 +301,10 @@ impl LeftAlone {
 
     /// How many were left alone for `why`. **O(reasons)**.
     pub fn count(&self, why: Skip) -> usize {
-        self.0.iter().find(|(w, _)| *w == why).map_or(0, |(_, c)| *c)
+        self.0
+            .iter()
+            .find(|(w, _)| *w == why)
+            .map_or(0, |(_, c)| *c)
     }
 
     /// Every reason with its count, in a fixed order. **O(1)**.

@@ -75,7 +75,12 @@ impl Slide {
         // The ledger of the whole stretch once; each candidate's ledger is a prefix
         // of it (units come in atom order, atoms in log order).
         let Ok(plan) = log.plan_region(span.head..furthest, ArgumentPolicy::Verbatim) else {
-            return Err(NoProgress::new(Kind::Slide, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Slide,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         };
         let base = t.tokens_before(span.head).unwrap_or(0);
         let mut chosen = furthest;
@@ -97,7 +102,11 @@ impl Slide {
             }
             for &c in &candidates {
                 let k = firsts.partition_point(|&p| p < c).min(units.len());
-                let ledger = if k == 0 { 0 } else { estimate_summary_tokens(None, &units[..k]) };
+                let ledger = if k == 0 {
+                    0
+                } else {
+                    estimate_summary_tokens(None, &units[..k])
+                };
                 let dropped = t.tokens_before(c).unwrap_or(0) - base;
                 if total - dropped + ledger <= target {
                     chosen = c;
@@ -114,7 +123,14 @@ impl Slide {
         } else {
             match log.plan_region(span.head..chosen, ArgumentPolicy::Verbatim) {
                 Ok(plan) => plan,
-                Err(_) => return Err(NoProgress::new(Kind::Slide, Blocked::NothingEligible, log, left)),
+                Err(_) => {
+                    return Err(NoProgress::new(
+                        Kind::Slide,
+                        Blocked::NothingEligible,
+                        log,
+                        left,
+                    ));
+                }
             }
         };
         let units = log.units(&plan);
@@ -153,7 +169,12 @@ impl Slide {
         // A fresh plan between legal cuts that shrinks the log: cannot be refused.
         if let Err(e) = log.apply_many(vec![(&plan, outcome)]) {
             debug_assert!(false, "slide's region is valid: {e}");
-            return Err(NoProgress::new(Kind::Slide, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Slide,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
         report.left_alone = left;
         Ok(report.finish(log, goal))

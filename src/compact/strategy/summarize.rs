@@ -209,7 +209,10 @@ impl Summarize {
                 .select_legal_cut_forward(base.saturating_add(want), u64::MAX)
                 .map_or(span.end, |c| c.clamp(first, span.end));
             let Some(prepared) = plan_to(cut) else { break };
-            let saved = prepared.plan.region_tokens.saturating_sub(prepared.ledger_tokens);
+            let saved = prepared
+                .plan
+                .region_tokens
+                .saturating_sub(prepared.ledger_tokens);
             if saved >= need || cut == span.end {
                 return Ok(Some(prepared));
             }

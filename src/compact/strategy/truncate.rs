@@ -51,7 +51,9 @@ impl Truncate {
             None => span.end,
         };
         while end < span.end && !starts_user(end) {
-            end = t.legal_cut_at_or_after(end + 1).map_or(span.end, |c| c.min(span.end));
+            end = t
+                .legal_cut_at_or_after(end + 1)
+                .map_or(span.end, |c| c.min(span.end));
         }
         if !starts_user(end) {
             // Walk back to a user message start.
@@ -63,14 +65,21 @@ impl Truncate {
         }
         let mut left = LeftAlone::default();
         if end <= span.head {
-            return Err(NoProgress::new(Kind::Truncate, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
-        left.add(
-            Skip::TargetMet,
-            usize::from(end < span.end),
-        );
+        left.add(Skip::TargetMet, usize::from(end < span.end));
         let Ok(plan) = log.plan_region(span.head..end, ArgumentPolicy::Verbatim) else {
-            return Err(NoProgress::new(Kind::Truncate, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         };
         // The calls of the region (pairs are whole inside it) and those its summaries
         // cover. Results without their call in the region (orphans, repeats) go too,
@@ -85,7 +94,12 @@ impl Truncate {
         // A fresh plan between legal cuts: cannot be refused.
         if let Err(e) = log.apply_many(vec![(&plan, Outcome::Removed)]) {
             debug_assert!(false, "truncate's region is valid: {e}");
-            return Err(NoProgress::new(Kind::Truncate, Blocked::NothingEligible, log, left));
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
         }
         report.left_alone = left;
         Ok(report.finish(log, goal))

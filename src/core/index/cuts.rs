@@ -199,7 +199,13 @@ impl LegalCuts {
     /// The new positions of the legal cuts in `from..=to` under `remap`, increasing
     /// and without repeats, skipping the inside of every region (a cut there vanishes)
     /// without reading it. **O(R + (to - from) / 64 + cuts)**.
-    fn mapped(&self, remap: &Remap<'_>, regions: &[Replacement], from: usize, to: usize) -> Vec<usize> {
+    fn mapped(
+        &self,
+        remap: &Remap<'_>,
+        regions: &[Replacement],
+        from: usize,
+        to: usize,
+    ) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::new();
         let mut keep = |c: usize| {
             if let Some(n) = remap.cut(c) {

@@ -130,7 +130,9 @@ impl<'a> Remap<'a> {
         let k = self.regions.partition_point(|r| r.end < c);
         match self.regions.get(k) {
             Some(r) if r.start < c && c < r.end => None,
-            Some(r) if c == r.end => Some(r.start - self.gone_before[k] + usize::from(r.summary_tokens.is_some())),
+            Some(r) if c == r.end => {
+                Some(r.start - self.gone_before[k] + usize::from(r.summary_tokens.is_some()))
+            }
             _ => Some(c - self.gone_before[k]),
         }
     }
@@ -170,7 +172,11 @@ pub(crate) fn splice_many<T>(
         }
     } else {
         let tail = dq.split_off(first);
-        let mut tail = tail.into_iter().enumerate().map(|(i, v)| (i + first, v)).peekable();
+        let mut tail = tail
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i + first, v))
+            .peekable();
         for (&(start, end), item) in regions.iter().zip(items) {
             while let Some((_, value)) = tail.next_if(|(i, _)| *i < start) {
                 dq.push_back(value);

@@ -402,7 +402,10 @@ impl PrefixSums {
         let mut values: Vec<u64> = Vec::with_capacity(B);
         for b in first_b..=last_b {
             let new_base = self.base(b).wrapping_add(delta);
-            if next.peek().is_some_and(|&&(at, _)| (self.head + at) / B == b) {
+            if next
+                .peek()
+                .is_some_and(|&&(at, _)| (self.head + at) / B == b)
+            {
                 let lo = if b == 0 { self.head } else { 0 };
                 let hi = (self.head + self.len - b * B).min(B);
                 values.clear();

@@ -354,8 +354,13 @@ fn replace_many_equals_a_linear_rebuild() {
         let mut want_cuts: Vec<usize> = cut_list.iter().filter_map(|&p| remap.cut(p)).collect();
         want_cuts.dedup();
         c.replace_many(&regions);
-        c.check(want_tokens.len()).unwrap_or_else(|e| panic!("case {case}: {e}"));
-        assert_eq!(c.iter().collect::<Vec<_>>(), want_cuts, "case {case}: {regions:?}");
+        c.check(want_tokens.len())
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        assert_eq!(
+            c.iter().collect::<Vec<_>>(),
+            want_cuts,
+            "case {case}: {regions:?}"
+        );
         for (i, _) in tokens.iter().enumerate() {
             if let Some(j) = remap.record(i) {
                 assert_eq!(want_tokens[j], tokens[i], "record {i} moves to {j}");
