@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use cutpoint::compact::pipeline::{Preset, Step};
+use cutpoint::compact::pipeline::Preset;
 use cutpoint::compact::strategy::{Floors, Goal, Kind, StepReport, Strategy};
 use cutpoint::format::edit::{TranscriptLog, log_of, write};
 use cutpoint::format::{self, ByteEstimate, Transcript, check_rules};
@@ -118,14 +118,7 @@ fn main() {
             pipeline.floors.keep_head = pipeline.floors.keep_head.max(built.pinned);
             let mut log = built.log.clone();
             let report = pipeline.run(&mut log);
-            let steps: Vec<&StepReport> = report
-                .steps
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Ran(r) => Some(r),
-                    _ => None,
-                })
-                .collect();
+            let steps: Vec<&StepReport> = report.ran().collect();
             print!(" {} |", cell(&t, &text, &built, &steps, &log));
         }
         println!();

@@ -244,14 +244,7 @@ pub(crate) fn run(
     let pipeline = args.pipeline(choice, head);
     let mut log: Log = built.log.clone();
     let report = pipeline.run(&mut log);
-    let steps: Vec<&StepReport> = report
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Ran(r) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let steps: Vec<&StepReport> = report.ran().collect();
     let out = match write(&transcript, text, &built, &steps, &log) {
         Ok(out) => out,
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),

@@ -301,6 +301,15 @@ impl PipelineReport {
         self.budget.is_none_or(|b| self.tokens_after <= b)
     }
 
+    /// The reports of the stages that ran, in order: what a provider rewrite
+    /// replays (`format::edit`). **O(stages)**.
+    pub fn ran(&self) -> impl Iterator<Item = &StepReport> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Ran(r) => Some(r),
+            _ => None,
+        })
+    }
+
     /// The no-progress answers of the run: why it stopped short. **O(stages)**.
     pub fn blocked(&self) -> impl Iterator<Item = &NoProgress> + '_ {
         self.steps.iter().filter_map(|s| match s {

@@ -13,15 +13,15 @@ use cutpoint::compact::strategy::{
     Blocked, Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, Kind, Prose, Slide,
     StepReport, Strategy, Summarize, SummaryRequest, Truncate,
 };
-use cutpoint::compact::{
-    Entry, Log, Options, Payload, Report, ResultStatus, Unit, summary_text, validate,
-};
+use cutpoint::compact::{Entry, Log, Payload, ResultStatus, Unit, summary_text};
 use cutpoint::format::records::write_entry;
 use cutpoint::testing::synth::{Rng, Session};
 use cutpoint::testing::{Observe, reference};
 use cutpoint::{CallId, Record, RecordKind};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+
+use crate::compact::{assert_no_new_violations, check};
 
 const TOOLS: [&str; 4] = ["bash", "read_file", "write_file", "grep"];
 
@@ -79,33 +79,6 @@ fn generated(seed: u64, n: usize, damage: f64) -> Log {
     }
     log.assert_invariants();
     log
-}
-
-/// Violation kinds by the specification's condition they break.
-const CONDITIONS: [&[&str]; 4] = [
-    &["unanswered-call", "pending-at-end"],
-    &["orphan-result", "duplicate-result", "duplicate-call"],
-    &["result-before-use", "result-after-next-turn"],
-    &["argument-loss"],
-];
-
-fn check(log: &Log) -> Report {
-    validate(log.entries(), Options::allowing_pending())
-}
-
-fn assert_no_new_violations(before: &Report, after: &Report, what: &str) {
-    for (i, kinds) in CONDITIONS.iter().enumerate() {
-        let count = |r: &Report| kinds.iter().map(|k| r.count(k)).sum::<usize>();
-        if count(before) == 0 {
-            assert_eq!(
-                count(after),
-                0,
-                "{what}: condition {} held before: {:?}",
-                i + 1,
-                after.violations
-            );
-        }
-    }
 }
 
 /// Every call id the log holds: its calls and the calls its summaries cover.
@@ -215,7 +188,7 @@ fn check_step(
     }
     // Conditions.
     let after = check(log);
-    assert_no_new_violations(&before, &after, &what);
+    assert_no_new_violations(&before, &after);
     // Call ids: all still there, unless truncate named them.
     let after_ids = call_ids(log);
     let dropped: BTreeSet<CallId> = report.dropped_calls.iter().cloned().collect();
@@ -350,7 +323,7 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
     );
     assert_eq!(report.steps.len(), pipeline.stages.len());
     assert_eq!(report.tokens_after, log.tracker().total_tokens());
-    assert_no_new_violations(&before, &check(&log), preset.name());
+    assert_no_new_violations(&before, &check(&log));
     let dropped: BTreeSet<CallId> = report
         .steps
         .iter()
