@@ -475,7 +475,8 @@ impl Compactor {
         self.run_with(log, clock, &mut LedgerOnly)
     }
 
-    /// As [`run`](Compactor::run), `summarizer` writing the summaries' prose.
+    /// As [`run`](Compactor::run), `summarizer` writing the summaries' prose. Same
+    /// cost, plus the summarizer.
     ///
     /// # Errors
     /// As [`run`](Compactor::run).
@@ -490,7 +491,8 @@ impl Compactor {
         Ok(Compacted { aborted, report })
     }
 
-    /// As [`run_with`](Compactor::run_with), awaiting an asynchronous summarizer.
+    /// As [`run_with`](Compactor::run_with), awaiting an asynchronous summarizer. Same
+    /// cost, plus the summarizer.
     ///
     /// # Errors
     /// As [`run`](Compactor::run).

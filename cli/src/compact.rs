@@ -95,6 +95,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 &args.strategy,
                 choice,
                 args.keep_head,
+                args.summary.as_deref(),
                 &args.input,
             )
         }

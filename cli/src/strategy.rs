@@ -6,10 +6,12 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use cutpoint::compact::Log;
-use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Stage, Step, Target, Trigger};
+use cutpoint::compact::pipeline::{
+    Pipeline, PipelineReport, Preset, Progress, Stage, Step, Target, Trigger,
+};
 use cutpoint::compact::strategy::{
-    Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Slide, StepReport,
-    Strategy, Summarize, Truncate,
+    Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Prose, Slide, StepReport,
+    Strategy, Summarize, SummaryRequest, Truncate,
 };
 use cutpoint::format::edit::{log_of, write};
 use cutpoint::format::records::write_entry;
@@ -199,8 +201,12 @@ pub(crate) fn run(
     args: &StrategyArgs,
     choice: Choice,
     keep_head: usize,
+    summary: Option<&str>,
     input: &InputOptions,
 ) -> ExitCode {
+    // `--summary` is the prose of the summarize stages; their ledger is kept either way.
+    let mut prose = |_: &SummaryRequest<'_>| summary.map_or_else(Prose::none, Prose::text);
+    let mut progress = Progress::new();
     let name = source.name.clone();
     if choice == Choice::Pipeline && args.budget().is_none() {
         return exit::bad_input(
@@ -213,7 +219,7 @@ pub(crate) fn run(
             Err(message) => return exit::bad_input(&message),
         };
         let pipeline = args.pipeline(choice, keep_head);
-        let report = pipeline.run(&mut log);
+        let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
         return finish(args, &report, || {
             let mut out = BufWriter::new(io::stdout().lock());
             for entry in log.entries() {
@@ -243,7 +249,7 @@ pub(crate) fn run(
         .max(built.pinned);
     let pipeline = args.pipeline(choice, head);
     let mut log: Log = built.log.clone();
-    let report = pipeline.run(&mut log);
+    let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
     let steps: Vec<&StepReport> = report.ran().collect();
     let out = match write(&transcript, text, &built, &steps, &log) {
         Ok(out) => out,

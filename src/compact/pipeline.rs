@@ -383,7 +383,8 @@ impl Pipeline {
     }
 
     /// Runs every stage once, in order, skipping those `progress` remembers stalled
-    /// on this log, `summarizer` writing the summaries' prose.
+    /// on this log, `summarizer` writing the summaries' prose. Costs what the stages'
+    /// strategies cost, plus **O(1)** per trigger.
     pub fn run_with(
         &self,
         log: &mut Log,
@@ -406,7 +407,8 @@ impl Pipeline {
     }
 
     /// As [`run_with`](Pipeline::run_with), awaiting an asynchronous summarizer for
-    /// the summarize stages (the other stages run synchronously).
+    /// the summarize stages (the other stages run synchronously). Same cost, plus the
+    /// summarizer.
     pub async fn run_async<S: AsyncSummarizer>(
         &self,
         log: &mut Log,

@@ -307,3 +307,38 @@ fn real_transcripts_come_back_in_their_format_and_check_clean() {
         );
     }
 }
+
+#[test]
+fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "summarize",
+            "--keep-head",
+            "1",
+            "--keep-turns",
+            "1",
+            "--summary",
+            "ran the tests twice",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = text(&out.stdout);
+    let summary = log.lines().nth(1).expect("a summary line");
+    assert!(
+        summary.contains(r#""text":"ran the tests twice""#),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(r#""call_id":"a""#) && summary.contains(r#""call_id":"b""#),
+        "{summary}"
+    );
+    assert!(
+        log.contains(r#""call_id":"c""#),
+        "the last turn is kept: {log}"
+    );
+    check_clean(&log, "records");
+}

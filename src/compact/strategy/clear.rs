@@ -45,9 +45,9 @@ pub enum ClearInputs {
 ///   Unlike LangChain's, it does not stop early below the amount.
 ///
 /// A result no bigger than the placeholder is left alone (so clearing twice changes
-/// nothing). **O(r + e)** for the `r` records from the pinned head to the first kept
-/// tool use (one pass, each size read from the prefix sums in **O(1)**), plus the
-/// tracker's in-place edit of the `e` records cleared
+/// nothing). **O(r + e log e)** for the `r` records from the pinned head to the
+/// floors (one pass; sizes are the records' own, never re-summed) and the `e` records
+/// cleared, plus the tracker's in-place edit of those
 /// ([`Tracker::set_tokens`](crate::Tracker::set_tokens)): no re-summing after each
 /// clear.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -16,8 +16,9 @@ use crate::compact::{Log, Rewrite};
 /// their thinking (which keeps prompt-cache hits). A log with no user turn is all
 /// current turn.
 ///
-/// **O(r + e)** for the `r` records before the kept turns, plus the tracker's in-place
-/// edit of the `e` records cleared. Cleared thinking counts 0 tokens, so clearing again
+/// **O(r + e)** for the `r` records after the pinned head (one pass, which also counts
+/// what the current turn keeps), plus the tracker's in-place edit of the `e` records
+/// cleared. Cleared thinking counts 0 tokens, so clearing again
 /// changes nothing.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]

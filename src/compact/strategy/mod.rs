@@ -576,7 +576,8 @@ impl Strategy {
     }
 
     /// Runs the strategy on `log` towards `goal`; [`Summarize`] writes the ledger only
-    /// ([`LedgerOnly`]). See each strategy for its cost.
+    /// ([`LedgerOnly`]). Costs what the strategy costs: each states it (none is more
+    /// than linear in the part of the log it may touch).
     ///
     /// # Errors
     /// [`NoProgress`] when it cannot shrink the log; the log is then unchanged.
@@ -585,6 +586,7 @@ impl Strategy {
     }
 
     /// As [`run`](Strategy::run), with `summarizer` writing [`Summarize`]'s prose.
+    /// Costs what the strategy costs (each states it), plus the summarizer.
     ///
     /// # Errors
     /// [`NoProgress`] when it cannot shrink the log; the log is then unchanged.

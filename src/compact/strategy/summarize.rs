@@ -120,7 +120,8 @@ impl Summarize {
         self
     }
 
-    /// Runs the strategy with the ledger only ([`LedgerOnly`]).
+    /// Runs the strategy with the ledger only ([`LedgerOnly`]). Cost: see the type
+    /// docs (**O(log n + r)** plus the region replacement).
     ///
     /// # Errors
     /// As [`run_with`](Summarize::run_with).
@@ -129,6 +130,7 @@ impl Summarize {
     }
 
     /// Runs the strategy, `summarizer` writing the prose (see the type docs).
+    /// **O(log n + r)** plus the summarizer and the region replacement.
     ///
     /// # Errors
     /// [`NoProgress`] when no region lies between the pinned head and the floors
@@ -152,6 +154,7 @@ impl Summarize {
     }
 
     /// As [`run_with`](Summarize::run_with), awaiting an asynchronous summarizer.
+    /// **O(log n + r)** plus the summarizer and the region replacement.
     ///
     /// # Errors
     /// As [`run_with`](Summarize::run_with).
