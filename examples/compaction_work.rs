@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo build --release --example compaction_work
-//! valgrind --tool=callgrind --toggle-collect='*replace_region*' \
+//! valgrind --tool=callgrind --toggle-collect='*Tracker*replace_regions*' \
 //!     target/release/examples/compaction_work 1000000 100
 //! ```
 //!

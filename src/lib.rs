@@ -84,7 +84,7 @@ pub mod testing;
 pub use crate::core::{
     Anomalies, Anomaly, AppendError, Appended, Broken, CallRecord, Defer, Event, EventError,
     Handled, Limit, Limits, MAX_RECORDS, Mode, OpenEvent, Part, PendingCall, RegionEnd,
-    ReplaceError, StrictViolation, Tracker,
+    ReplaceError, Replacement, StrictViolation, TokensError, Tracker,
 };
 pub use record::{CallId, Record, RecordKind};
 #[cfg(feature = "serde")]

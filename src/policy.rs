@@ -24,11 +24,19 @@
 //! The policy is sans-IO and cheap: [`TriggerPolicy::decide`] is **O(log n)**, plus
 //! **O(k log k)** over the `k` pending calls when it defers; [`TriggerPolicy::plan`]
 //! adds **O(r)** for a region of `r` records.
+//!
+//! [`Compactor`] runs a whole [pipeline](crate::compact::pipeline) of strategies the
+//! same way, after each event: it remembers the passes that made no progress and does
+//! not run them again until the log changes, and it closes calls whose tool died
+//! (pending longer than an age in records, or in the caller's clock) with a
+//! synthesized "aborted" result, so that one dead tool never freezes compaction.
 
 use std::fmt;
 
-use crate::compact::{ArgumentPolicy, Log, Plan};
-use crate::{CallId, Tracker};
+use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
+use crate::compact::strategy::{AsyncSummarizer, LedgerOnly, Summarizer};
+use crate::compact::{Age, ArgumentPolicy, Log, Plan, StaleCall};
+use crate::{AppendError, CallId, Tracker};
 
 /// When and where to compact, as fractions of a context budget.
 ///
@@ -375,5 +383,153 @@ impl TriggerPolicy {
             resume_at,
             total_tokens: tracker.total_tokens(),
         }
+    }
+}
+
+/// A [`Pipeline`] run by an agent loop after each event: it remembers which passes
+/// made no progress, so that none runs again until the log changes (no loop, ever:
+/// Codex compacted again and again without progress, codex #23585), and it can close
+/// calls whose tool died (an "aborted" result, as repair inserts), so that one dead
+/// tool never freezes compaction (ADK #7236).
+///
+/// ```
+/// use cutpoint::compact::pipeline::{Preset, Step};
+/// use cutpoint::compact::strategy::Floors;
+/// use cutpoint::compact::{Age, Entry, Log};
+/// use cutpoint::policy::Compactor;
+/// use cutpoint::Record;
+/// let mut log = Log::new();
+/// log.append(Entry::from(Record::user(1_000)))?;
+/// log.append(Entry::from(Record::assistant(100)))?;
+/// log.append(Entry::from(Record::tool_use("dead", 50).bound_to_previous()))?;
+/// for _ in 0..4 {
+///     log.append(Entry::from(Record::user(3_000)))?; // the loop went on without it
+/// }
+/// let pipeline = Preset::Aggressive.pipeline(8_000).floors(Floors::none().keep_head(1).min_turns(1));
+/// let mut compactor = Compactor::new(pipeline);
+/// let first = compactor.run(&mut log, None)?;
+/// // The call in flight keeps every cut after it illegal: nothing can be compacted.
+/// assert!(first.report.steps.iter().all(|s| !matches!(s, Step::Ran(r) if !r.edits.is_empty())));
+/// // Asking again on the unchanged log runs none of the passes that failed.
+/// let again = compactor.run(&mut log, None)?;
+/// assert!(again.report.steps.iter().all(|s| matches!(s, Step::Stalled(_) | Step::NotTriggered(_))));
+/// // Declaring calls dead after 3 records closes it, and compaction resumes.
+/// let mut compactor = compactor.dead_after(Age::Records(3));
+/// let done = compactor.run(&mut log, None)?;
+/// assert_eq!(done.aborted.len(), 1);
+/// assert!(done.report.met_budget());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Compactor {
+    pipeline: Pipeline,
+    progress: Progress,
+    dead_after_records: Option<u64>,
+}
+
+/// What one [`Compactor::run`] did.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Compacted {
+    /// The calls closed as dead, before the pipeline ran (positions before closing).
+    pub aborted: Vec<StaleCall>,
+    /// The pipeline's run.
+    pub report: PipelineReport,
+}
+
+impl Compactor {
+    /// Runs `pipeline`, closing no call. **O(1)**.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Compactor {
+            pipeline,
+            progress: Progress::new(),
+            dead_after_records: None,
+        }
+    }
+
+    /// Closes calls pending for more than `age` before each run (an age in records;
+    /// an age in the caller's clock is passed to [`run`](Compactor::run) each time,
+    /// since only the caller has a clock). **O(1)**.
+    #[must_use]
+    pub fn dead_after(mut self, age: Age<'static>) -> Self {
+        if let Age::Records(n) = age {
+            self.dead_after_records = Some(n);
+        }
+        self
+    }
+
+    /// The pipeline. **O(1)**.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// Closes dead calls (by records, as set with [`dead_after`](Compactor::dead_after),
+    /// and by `clock` when given), then runs every stage once, skipping those that made
+    /// no progress on this very log before; summaries hold the ledger only. Costs what
+    /// the stages cost, plus **O(k log k)** over `k` pending calls, plus closing
+    /// ([`Log::abort_calls`]).
+    ///
+    /// # Errors
+    /// [`AppendError`] when a synthesized result is refused (a cap); nothing ran then.
+    pub fn run(&mut self, log: &mut Log, clock: Option<Age<'_>>) -> Result<Compacted, AppendError> {
+        self.run_with(log, clock, &mut LedgerOnly)
+    }
+
+    /// As [`run`](Compactor::run), `summarizer` writing the summaries' prose. Same
+    /// cost, plus the summarizer.
+    ///
+    /// # Errors
+    /// As [`run`](Compactor::run).
+    pub fn run_with(
+        &mut self,
+        log: &mut Log,
+        clock: Option<Age<'_>>,
+        summarizer: &mut dyn Summarizer,
+    ) -> Result<Compacted, AppendError> {
+        let aborted = self.close_dead(log, clock)?;
+        let report = self.pipeline.run_with(log, &mut self.progress, summarizer);
+        Ok(Compacted { aborted, report })
+    }
+
+    /// As [`run_with`](Compactor::run_with), awaiting an asynchronous summarizer. Same
+    /// cost, plus the summarizer.
+    ///
+    /// # Errors
+    /// As [`run`](Compactor::run).
+    pub async fn run_async<S: AsyncSummarizer>(
+        &mut self,
+        log: &mut Log,
+        clock: Option<Age<'_>>,
+        summarizer: &mut S,
+    ) -> Result<Compacted, AppendError> {
+        let aborted = self.close_dead(log, clock)?;
+        let report = self
+            .pipeline
+            .run_async(log, &mut self.progress, summarizer)
+            .await;
+        Ok(Compacted { aborted, report })
+    }
+
+    fn close_dead(
+        &self,
+        log: &mut Log,
+        clock: Option<Age<'_>>,
+    ) -> Result<Vec<StaleCall>, AppendError> {
+        let mut stale = self
+            .dead_after_records
+            .map(|n| log.stale_calls(&Age::Records(n)))
+            .unwrap_or_default();
+        if let Some(clock) = clock {
+            for s in log.stale_calls(&clock) {
+                if !stale.iter().any(|t| t.call_id == s.call_id) {
+                    stale.push(s);
+                }
+            }
+        }
+        if !stale.is_empty() {
+            let ids: Vec<CallId> = stale.iter().map(|s| s.call_id.clone()).collect();
+            log.abort_calls(&ids)?;
+        }
+        Ok(stale)
     }
 }

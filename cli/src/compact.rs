@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, PlanError, Unit, Window};
+use cutpoint::compact::{ArgumentPolicy, Direction, PlanError, Window, estimate_summary_tokens};
 use cutpoint::format::records::write_entry;
 use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{ByteEstimate, DeferReport, Format};
@@ -21,14 +21,14 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "TOKENS",
-        required_unless_present = "keep",
-        conflicts_with = "keep"
+        required_unless_present_any = ["keep", "strategy"],
+        conflicts_with_all = ["keep", "strategy"]
     )]
     target: Option<u64>,
     /// Keep the most recent TOKENS verbatim instead: the target is the log's tokens
     /// minus TOKENS (the live history's, for the provider formats), and the walk back
     /// from it keeps at least that much.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", conflicts_with = "strategy")]
     keep: Option<u64>,
     /// How far the cut may move from the target, in tokens [default: 15% of the
     /// target]. Walking back, the walk starts at the record where the target is
@@ -62,6 +62,8 @@ pub(crate) struct Args {
     format: FormatArg,
     #[command(flatten)]
     input: InputOptions,
+    #[command(flatten)]
+    strategy: crate::strategy::StrategyArgs,
     /// The log to read; `-` or nothing reads stdin.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
@@ -89,21 +91,6 @@ impl Args {
     }
 }
 
-/// A rough token count for a summary: a quarter of its bytes, at least 1.
-fn estimate(text: Option<&str>, units: &[Unit]) -> u64 {
-    let bytes: usize = text.map_or(0, str::len)
-        + units
-            .iter()
-            .map(|u| {
-                40 + u.call_id.len()
-                    + u.tool.as_deref().map_or(0, str::len)
-                    + u.arguments.as_deref().map_or(0, str::len)
-                    + u.first_line.as_deref().map_or(0, str::len)
-            })
-            .sum::<usize>();
-    (bytes as u64 / 4).max(1)
-}
-
 pub(crate) fn run(args: Args) -> ExitCode {
     let source = match source::open(args.file.as_deref(), args.format) {
         Ok(s) => s,
@@ -111,6 +98,21 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     match source.format(args.format) {
         Err(e) => exit::bad_input(&e),
+        Ok(format) if args.strategy.strategy.is_some() => {
+            let choice = args
+                .strategy
+                .strategy
+                .unwrap_or(crate::strategy::Choice::Pipeline);
+            crate::strategy::run(
+                source,
+                format,
+                &args.strategy,
+                choice,
+                args.keep_head,
+                args.summary.as_deref(),
+                &args.input,
+            )
+        }
         Ok(Format::Records) => compact_records(source, args),
         Ok(format) => compact_transcript(&source, format, &args),
     }
@@ -144,7 +146,7 @@ fn compact_records(source: Source, args: Args) -> ExitCode {
     };
     let tokens = args
         .summary_tokens
-        .unwrap_or_else(|| estimate(args.summary.as_deref(), &log.units(&plan)));
+        .unwrap_or_else(|| estimate_summary_tokens(args.summary.as_deref(), &log.units(&plan)));
     eprintln!("cutpoint: {plan}");
     if let Err(e) = log.apply(&plan, args.summary, tokens) {
         return exit::bad_input(&format!("{name}: {e}"));

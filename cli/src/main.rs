@@ -14,6 +14,7 @@ mod exit;
 mod guard;
 mod source;
 mod stats;
+mod strategy;
 mod watch;
 
 /// Find compaction cuts that never split a tool_use/tool_result pair.
@@ -41,11 +42,13 @@ enum Command {
     /// can split.
     Stats(stats::Args),
     /// Compact a log: replace the region between the pinned head and the legal cut
-    /// nearest the target by one summary record, and print the compacted log.
+    /// nearest the target by one summary record (--target), or run a strategy or a
+    /// pipeline of them towards a budget (--strategy), and print the compacted log.
     ///
-    /// Exit status: 0 with the log on stdout; 3 when compaction must defer (the reason
-    /// on stderr); 2 on bad input.
-    Compact(compact::Args),
+    /// Exit status: 0 with the log on stdout; 3 when compaction must defer or the
+    /// budget cannot be met without breaking a rule or a floor (the reason on stderr);
+    /// 2 on bad input.
+    Compact(Box<compact::Args>),
     /// Measure this machine on a generated realistic session: append rates, query
     /// latency, memory per record, and the speed-up over the specification's rescan.
     Bench(bench::Args),
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
         Command::Cut(args) => cut::run(args),
         Command::Check(args) => check::run(args),
         Command::Stats(args) => stats::run(args),
-        Command::Compact(args) => compact::run(args),
+        Command::Compact(args) => compact::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Watch(args) => watch::run(args),
     }

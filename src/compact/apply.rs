@@ -2,9 +2,9 @@
 //! tracker, in place.
 
 use super::summary::pair_unit;
-use super::{Atom, Entry, Log, Payload, Plan, Unit};
-use crate::core::index::{Moved, splice_one};
-use crate::{Record, ReplaceError};
+use super::{Atom, Entry, Log, Payload, Plan, Unit, structure};
+use crate::core::index::splice_many;
+use crate::{Record, ReplaceError, Replacement};
 
 /// Why a plan could not be applied (or a region not planned). The log and tracker are
 /// then unchanged.
@@ -73,7 +73,8 @@ impl Log {
     /// its tokenizer). **O(r + min(start, len - end))** amortized for a region of `r`
     /// records starting at `start` (plus the payloads copied into the units): the
     /// tracker is updated in place ([`Tracker::replace_region`](crate::Tracker::replace_region)),
-    /// never rebuilt. An empty plan does nothing.
+    /// never rebuilt. An empty plan does nothing. The one-region case of
+    /// [`apply_many`](Log::apply_many).
     ///
     /// # Errors
     /// [`ApplyError::StalePlan`] when another plan was applied since `plan` was made;
@@ -85,39 +86,130 @@ impl Log {
         text: Option<String>,
         summary_tokens: u64,
     ) -> Result<Applied, ApplyError> {
-        if plan.generation != self.generation {
+        let outcome = Outcome::Summary {
+            text,
+            tokens: summary_tokens,
+        };
+        let mut applied = self.apply_many(vec![(plan, outcome)])?;
+        Ok(applied.pop().unwrap_or(Applied {
+            summary_at: None,
+            removed_records: 0,
+            removed_tokens: 0,
+            covered_calls: 0,
+        }))
+    }
+
+    /// Applies several plans at once, all made on the log as it is now, their regions
+    /// in log order and disjoint (one may end where the next starts): each becomes one
+    /// summary record ([`Outcome::Summary`], its units listing every pair of the
+    /// region, earlier summaries folded in) or nothing ([`Outcome::Removed`]: its calls
+    /// are gone with it; the caller names them, from [`Plan::covered`]). Empty plans
+    /// do nothing. One answer per plan, in order; `summary_at` is the summary's
+    /// position in the log after the whole batch.
+    ///
+    /// **O(Σr + min(e, len - s))** amortized for regions of `r` records, the first
+    /// starting at `s`, the last ending at `e` (plus the payloads copied into the
+    /// units): the entries, the tracker
+    /// ([`Tracker::replace_regions`](crate::Tracker::replace_regions)) and the shape
+    /// move their shorter side once for the whole batch, never once per region.
+    ///
+    /// # Errors
+    /// [`ApplyError::StalePlan`] when another plan was applied since one of these was
+    /// made; [`ApplyError::Region`] when the regions overlap, are out of order or not
+    /// bounded by legal cuts, or the tokens overflow. The log is then unchanged.
+    pub fn apply_many(&mut self, batch: Vec<(&Plan, Outcome)>) -> Result<Vec<Applied>, ApplyError> {
+        if let Some((plan, _)) = batch.iter().find(|(p, _)| p.generation != self.generation) {
             return Err(ApplyError::StalePlan {
                 planned: plan.generation,
                 now: self.generation,
             });
         }
-        let (start, end) = (plan.region.start, plan.region.end);
-        if start == end {
-            return Ok(Applied {
-                summary_at: None,
-                removed_records: 0,
-                removed_tokens: 0,
-                covered_calls: 0,
-            });
+        let mut regions = Vec::with_capacity(batch.len());
+        let mut items = Vec::with_capacity(batch.len());
+        let mut answers = Vec::with_capacity(batch.len());
+        let mut gone_messages = 0;
+        let mut gone_before = 0;
+        for (plan, outcome) in batch {
+            let (start, end) = (plan.region.start, plan.region.end);
+            let removed_tokens = self
+                .tracker
+                .tokens_before(end)
+                .zip(self.tracker.tokens_before(start))
+                .map_or(0, |(e, s)| e.saturating_sub(s));
+            if start >= end {
+                answers.push(Applied {
+                    summary_at: None,
+                    removed_records: 0,
+                    removed_tokens: 0,
+                    covered_calls: 0,
+                });
+                continue;
+            }
+            gone_messages += (start..end.min(self.entries.len()))
+                .filter(|&i| structure::starts_message(&self.entries[i].record, i))
+                .count();
+            let (replacement, item, applied) = match outcome {
+                Outcome::Summary { text, tokens } => {
+                    let units = self.units(plan);
+                    let record = Record::summary(units.iter().map(|u| u.call_id.clone()), tokens);
+                    let applied = Applied {
+                        summary_at: Some(start - gone_before),
+                        removed_records: end - start,
+                        removed_tokens,
+                        covered_calls: units.len(),
+                    };
+                    let entry = Entry::new(record, Payload::Summary { text, units });
+                    (
+                        Replacement::summary(start, end, tokens),
+                        Some(entry),
+                        applied,
+                    )
+                }
+                Outcome::Removed => (
+                    Replacement::removal(start, end),
+                    None,
+                    Applied {
+                        summary_at: None,
+                        removed_records: end - start,
+                        removed_tokens,
+                        covered_calls: 0,
+                    },
+                ),
+            };
+            gone_before += replacement.gone();
+            regions.push(replacement);
+            items.push(item);
+            answers.push(applied);
         }
-        let units = self.units(plan);
-        let removed_tokens = self
-            .tracker
-            .tokens_before(end)
-            .zip(self.tracker.tokens_before(start))
-            .map_or(0, |(e, s)| e - s);
-        self.tracker.replace_region(start, end, summary_tokens)?;
-        let record = Record::summary(units.iter().map(|u| u.call_id.clone()), summary_tokens);
-        let covered_calls = units.len();
-        let entry = Entry::new(record, Payload::Summary { text, units });
-        let side = Moved::shorter(self.entries.len(), start, end);
-        splice_one(&mut self.entries, start, end, Some(entry), side, |_| {});
+        if regions.is_empty() {
+            return Ok(answers);
+        }
+        self.tracker.replace_regions(&regions)?;
+        let spans: Vec<(usize, usize)> = regions.iter().map(|r| (r.start, r.end)).collect();
+        splice_many(&mut self.entries, &spans, items);
+        let entries = &self.entries;
+        self.structure
+            .replace(&regions, gone_messages, entries.len(), |i| {
+                &entries[i].record
+            });
         self.generation += 1;
-        Ok(Applied {
-            summary_at: Some(start),
-            removed_records: end - start,
-            removed_tokens,
-            covered_calls,
-        })
+        self.changes += 1;
+        Ok(answers)
     }
+}
+
+/// What a planned region becomes in [`Log::apply_many`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// One summary record holding `text` (prose, if any) and the units of every pair
+    /// in the region, counted as `tokens` tokens.
+    Summary {
+        /// Prose, if any.
+        text: Option<String>,
+        /// The summary record's tokens.
+        tokens: u64,
+    },
+    /// Nothing: the region and its calls are dropped.
+    Removed,
 }

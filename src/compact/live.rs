@@ -18,7 +18,7 @@ impl Log {
     /// Whatever [`Tracker::open`](crate::Tracker::open) refuses.
     pub fn open(&mut self, entry: Entry) -> Result<Appended, AppendError> {
         let appended = self.tracker.open(entry.record.clone())?;
-        self.entries.push_back(entry);
+        self.pushed(entry);
         Ok(appended)
     }
 
@@ -53,15 +53,16 @@ impl Log {
         match handled {
             Handled::Appended(_) | Handled::Opened(_) => {
                 if let Some(record) = pushed {
-                    self.entries.push_back(Entry::from(record));
+                    self.pushed(Entry::from(record));
                 }
             }
             Handled::Grew { at, tokens } | Handled::Resized { at, tokens } => {
                 if let Some(entry) = self.entries.get_mut(at) {
                     entry.record = entry.record.clone().with_tokens(tokens);
                 }
+                self.changes += 1;
             }
-            _ => {}
+            _ => self.changes += 1,
         }
         Ok(handled)
     }

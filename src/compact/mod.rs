@@ -27,22 +27,29 @@
 //! (`format::rewrite`) and the examples write their ledger lines with it.
 
 mod apply;
+mod edit;
 mod live;
+mod liveness;
+pub mod pipeline;
 mod plan;
 mod repair;
+pub mod strategy;
+mod structure;
 mod summary;
 pub mod validate;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
-pub use apply::{Applied, ApplyError};
+pub use apply::{Applied, ApplyError, Outcome};
+pub use edit::{EditError, Rewrite};
+pub use liveness::{Age, StaleCall};
 pub use plan::{Atom, Direction, Plan, PlanError, Window};
 pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
-pub(crate) use summary::LEDGER_HEADING;
 pub use summary::{
-    ArgumentPolicy, Orphan, PROTECTED_FIELDS, SummaryParts, first_line, shorten_arguments,
-    summary_text,
+    ArgumentPolicy, Orphan, PROTECTED_FIELDS, SummaryParts, estimate_summary_tokens,
+    estimate_tokens, first_line, shorten_arguments, summary_text,
 };
+pub(crate) use summary::{Fnv1a, LEDGER_HEADING};
 pub use validate::{
     CallState, Options, PairingStructure, Report, Violation, validate, validate_records,
 };
@@ -132,6 +139,17 @@ pub enum Payload {
         /// The covered pairs.
         units: Vec<Unit>,
     },
+    /// Thinking or reasoning (an `assistant` record): an Anthropic `thinking` /
+    /// `redacted_thinking` block, a Responses `reasoning` item, a Gemini thought part.
+    /// Cleared in place by the `clear-thinking` strategy (its record then counts 0
+    /// tokens; a provider rewrite drops the block). The record model has no thinking
+    /// kind yet; [`Entry::reasoning`] is the one place that tells a thinking record.
+    Reasoning {
+        /// Whether it carries a signature (Anthropic `signature`, Gemini
+        /// `thoughtSignature`, encrypted reasoning) that must go back unmodified while
+        /// its turn is current.
+        signed: bool,
+    },
 }
 
 /// A record with its payload: the unit the compaction layer stores.
@@ -147,6 +165,15 @@ impl Entry {
     /// An entry with a payload. **O(1)**.
     pub fn new(record: Record, payload: Payload) -> Self {
         Entry { record, payload }
+    }
+
+    /// Whether this is a thinking / reasoning record, and whether it is signed: an
+    /// `assistant` record with a [`Payload::Reasoning`]. **O(1)**.
+    pub fn reasoning(&self) -> Option<bool> {
+        match (&self.payload, self.record.kind()) {
+            (Payload::Reasoning { signed }, RecordKind::Assistant) => Some(*signed),
+            _ => None,
+        }
     }
 
     /// The units of a summary entry: its payload's units, or bare units (arguments
@@ -178,14 +205,31 @@ impl From<Record> for Entry {
 /// - **Compaction**: [`plan`](Log::plan) (**O(log n + r)** for a region of `r`
 ///   records) or [`plan_region`](Log::plan_region), hand the plan's atoms to a
 ///   summarizer, then [`apply`](Log::apply)
-///   (**O(r + min(head, tail))** amortized). A plan goes stale once another plan is
-///   applied; `apply` refuses stale plans.
-/// - **Getters**: [`entries`](Log::entries), [`tracker`](Log::tracker).
+///   (**O(r + min(head, tail))** amortized), or several regions at once with
+///   [`apply_many`](Log::apply_many). A plan goes stale once another plan is
+///   applied; `apply` refuses stale plans. In-place edits that keep every record's
+///   kind (results and inputs cleared, thinking cleared):
+///   [`rewrite_entries`](Log::rewrite_entries). The [`strategy`] module and the
+///   [`pipeline`] drive all of these.
+/// - **Shape**, kept incrementally (see the definitions in
+///   [`turn_starts`](Log::turn_starts)): [`message_count`](Log::message_count),
+///   [`turn_count`](Log::turn_count), [`tool_group_count`](Log::tool_group_count),
+///   [`turn_start_from_end`](Log::turn_start_from_end),
+///   [`tool_group_start_from_end`](Log::tool_group_start_from_end), all **O(1)**.
+/// - **Getters**: [`entries`](Log::entries), [`tracker`](Log::tracker),
+///   [`changes`](Log::changes), [`compactions`](Log::compactions).
 #[derive(Clone, Debug, Default)]
 pub struct Log {
     entries: VecDeque<Entry>,
     tracker: Tracker,
     generation: u64,
+    /// Every change so far (appends, events, compactions, edits).
+    changes: u64,
+    /// Records appended so far, never decreasing (a clock in records for liveness).
+    appended: u64,
+    structure: structure::Structure,
+    /// Pending calls that reported an interim result: the `appended` count then.
+    interim: HashMap<CallId, u64>,
 }
 
 impl Log {
@@ -222,8 +266,85 @@ impl Log {
     /// Whatever [`Tracker::append`] refuses.
     pub fn append(&mut self, entry: Entry) -> Result<Appended, AppendError> {
         let appended = self.tracker.append(entry.record.clone())?;
-        self.entries.push_back(entry);
+        self.pushed(entry);
         Ok(appended)
+    }
+
+    /// Books an entry the tracker accepted: the entries, the shape, the counters.
+    /// **O(1)** amortized.
+    pub(crate) fn pushed(&mut self, entry: Entry) {
+        let at = self.entries.len();
+        self.structure.push(&entry.record, at);
+        if !self.interim.is_empty() {
+            if let RecordKind::ToolResult(id) = entry.record.kind() {
+                self.interim.remove(id);
+            }
+        }
+        self.entries.push_back(entry);
+        self.appended += 1;
+        self.changes += 1;
+    }
+
+    /// Changes made to this log so far: every append, event, compaction and in-place
+    /// edit counts one. Equal counts mean an unchanged log: how the
+    /// [policy](crate::policy) knows not to run a pass that made no progress again
+    /// before something changed. **O(1)**.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Number of messages (see [`turn_starts`](Log::turn_starts)). **O(1)**.
+    pub fn message_count(&self) -> usize {
+        self.structure.messages
+    }
+
+    /// Number of user turns. **O(1)**.
+    pub fn turn_count(&self) -> usize {
+        self.structure.turns.len()
+    }
+
+    /// Number of tool groups. **O(1)**.
+    pub fn tool_group_count(&self) -> usize {
+        self.structure.groups.len()
+    }
+
+    /// Where the `k`-th user turn from the end starts (`k = 1`: the current turn).
+    /// **O(1)**.
+    pub fn turn_start_from_end(&self, k: usize) -> Option<usize> {
+        self.structure.turns.nth_from_end(k)
+    }
+
+    /// Where the `k`-th tool group from the end starts (`k = 1`: the latest). **O(1)**.
+    pub fn tool_group_start_from_end(&self, k: usize) -> Option<usize> {
+        self.structure.groups.nth_from_end(k)
+    }
+
+    /// Where user turns start, increasing.
+    ///
+    /// - A **message** starts at every record not bound to the previous one (and at
+    ///   record 0); a summary record is a message of its own.
+    /// - A **user turn** starts at a `user` record that starts a message; tool
+    ///   results, summaries and `user` records bound inside another message start no
+    ///   turn; records before the first turn belong to none.
+    /// - A **tool group** is an assistant message holding at least one `tool_use`
+    ///   (it starts at that message's first record), with the results of its calls.
+    ///
+    /// Kept incrementally as records are appended (**O(1)** each) and renumbered
+    /// through compactions at the cost of the compaction. **O(1)** per item.
+    pub fn turn_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.structure.turns.iter()
+    }
+
+    /// Where tool groups start, increasing (see [`turn_starts`](Log::turn_starts)).
+    /// **O(1)** per item.
+    pub fn tool_group_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.structure.groups.iter()
+    }
+
+    /// The user turn starts in `from..to`, increasing. **O(log n)** to create,
+    /// **O(1)** per item.
+    pub fn turn_starts_in(&self, from: usize, to: usize) -> impl Iterator<Item = usize> + '_ {
+        self.structure.turns.range(from, to)
     }
 
     /// The entries, in log order. **O(1)**.
@@ -252,6 +373,9 @@ impl Log {
     #[doc(hidden)]
     pub fn assert_invariants(&self) {
         self.tracker.assert_invariants();
+        if let Err(broken) = self.structure.check(self.entries.iter().map(|e| &e.record)) {
+            panic!("log shape: {broken}");
+        }
         assert_eq!(
             self.entries.len(),
             self.tracker.len(),

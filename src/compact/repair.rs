@@ -51,6 +51,19 @@ pub struct RepairReport {
     pub unrepaired: Vec<Violation>,
 }
 
+/// The synthesized "aborted" result for `call_id`: status [`ResultStatus::Aborted`],
+/// [`ABORTED_RESULT_TEXT`], [`ABORTED_RESULT_TOKENS`] tokens. The one definition, for
+/// [`repair`] and for closing dead calls (`Log::abort_calls`). **O(1)**.
+pub(crate) fn aborted_result(call_id: CallId) -> Entry {
+    Entry::new(
+        Record::tool_result(call_id, ABORTED_RESULT_TOKENS),
+        Payload::Result {
+            status: Some(ResultStatus::Aborted),
+            content: Some(ABORTED_RESULT_TEXT.to_owned()),
+        },
+    )
+}
+
 /// Repairs `log`: inserts a deterministic "aborted" result (status
 /// [`ResultStatus::Aborted`], [`ABORTED_RESULT_TEXT`], with the call's own id, so the
 /// same input always gives the same output) for every call left unanswered while the
@@ -98,13 +111,7 @@ pub fn repair(log: Vec<Entry>, abort_pending: bool) -> (Vec<Entry>, RepairReport
                 call_id: call_id.clone(),
                 at: out.len(),
             });
-            out.push(Entry::new(
-                Record::tool_result(call_id, ABORTED_RESULT_TOKENS),
-                Payload::Result {
-                    status: Some(ResultStatus::Aborted),
-                    content: Some(ABORTED_RESULT_TEXT.to_owned()),
-                },
-            ));
+            out.push(aborted_result(call_id));
         }
         if let Some(entry) = entry.filter(|_| !drop[i]) {
             out.push(entry);

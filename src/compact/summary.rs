@@ -25,6 +25,37 @@ pub enum ArgumentPolicy {
         /// The longest string field kept whole.
         max_chars: usize,
     },
+    /// As [`Shorten`](ArgumentPolicy::Shorten), and the marker of a cut field also
+    /// names a 64-bit FNV-1a hash of the field's full value
+    /// (`…[N more chars, fnv1a64 HEX]`), so that two calls whose long arguments differ
+    /// past the cut stay told apart and a value can be checked against the original.
+    /// The `digest` strategy's default.
+    ShortenWithHash {
+        /// The longest string field kept whole.
+        max_chars: usize,
+    },
+}
+
+/// The 64-bit FNV-1a hash, fed piece by piece: stable across runs and platforms, for
+/// digests and markers a reader may recompute (not for hash tables). **O(len)**.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fnv1a(u64);
+
+impl Fnv1a {
+    pub(crate) fn new() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+
+    pub(crate) fn eat(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.0
+    }
 }
 
 /// Argument fields a shortening policy never cuts: dropping them is the seed's
@@ -53,12 +84,13 @@ pub const PROTECTED_FIELDS: &[&str] = &[
 pub fn shorten_arguments(arguments: &str, policy: ArgumentPolicy) -> String {
     match policy {
         ArgumentPolicy::Verbatim => arguments.to_owned(),
-        ArgumentPolicy::Shorten { max_chars } => shorten(arguments, max_chars),
+        ArgumentPolicy::Shorten { max_chars } => shorten(arguments, max_chars, false),
+        ArgumentPolicy::ShortenWithHash { max_chars } => shorten(arguments, max_chars, true),
     }
 }
 
 #[cfg(feature = "formats")]
-fn shorten(arguments: &str, max_chars: usize) -> String {
+fn shorten(arguments: &str, max_chars: usize, hash: bool) -> String {
     let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(arguments) else {
         return arguments.to_owned();
     };
@@ -71,7 +103,14 @@ fn shorten(arguments: &str, max_chars: usize) -> String {
             let chars = s.chars().count();
             if chars > max_chars {
                 let kept: String = s.chars().take(max_chars).collect();
-                *s = format!("{kept}…[{} more chars]", chars - max_chars);
+                let more = chars - max_chars;
+                *s = if hash {
+                    let mut h = Fnv1a::new();
+                    h.eat(s.as_bytes());
+                    format!("{kept}…[{more} more chars, fnv1a64 {:016x}]", h.finish())
+                } else {
+                    format!("{kept}…[{more} more chars]")
+                };
                 changed = true;
             }
         }
@@ -84,7 +123,7 @@ fn shorten(arguments: &str, max_chars: usize) -> String {
 }
 
 #[cfg(not(feature = "formats"))]
-fn shorten(arguments: &str, _max_chars: usize) -> String {
+fn shorten(arguments: &str, _max_chars: usize, _hash: bool) -> String {
     arguments.to_owned()
 }
 
@@ -136,6 +175,31 @@ pub(crate) fn pair_unit(id: &CallId, call: &Entry, result: &Entry, policy: Argum
         status,
         first_line: first,
     }
+}
+
+/// A token estimate for `text`: one token per four bytes, rounded up, as
+/// `format::ByteEstimate` counts. What the strategies count for the text they write
+/// (placeholders, digests, ledgers) when the caller gives no count. **O(1)**.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// A rough token count for a summary of `prose` and `units`: a quarter of its bytes
+/// (40 bytes of ledger framing per unit), at least 1. What `cutpoint compact` counts
+/// for a summary record, and the strategies for their digests and ledgers.
+/// **O(units)**.
+pub fn estimate_summary_tokens(prose: Option<&str>, units: &[Unit]) -> u64 {
+    let bytes: usize = prose.map_or(0, str::len)
+        + units
+            .iter()
+            .map(|u| {
+                40 + u.call_id.len()
+                    + u.tool.as_deref().map_or(0, str::len)
+                    + u.arguments.as_deref().map_or(0, str::len)
+                    + u.first_line.as_deref().map_or(0, str::len)
+            })
+            .sum::<usize>();
+    (bytes as u64 / 4).max(1)
 }
 
 /// The heading of a summary's ledger.
@@ -418,6 +482,24 @@ mod tests {
             shorten_arguments("not json", ArgumentPolicy::Shorten { max_chars: 1 }),
             "not json"
         );
+        // With the hash: the marker names the full value's hash, so values that differ
+        // only past the cut stay apart.
+        let other = args.replace(
+            &format!(r#""content":"{long}""#),
+            &format!(r#""content":"{long}y""#),
+        );
+        let hashed =
+            |a: &str| shorten_arguments(a, ArgumentPolicy::ShortenWithHash { max_chars: 10 });
+        let v: serde_json::Value = serde_json::from_str(&hashed(&args)).unwrap();
+        let mut h = Fnv1a::new();
+        h.eat(long.as_bytes());
+        assert_eq!(
+            v["content"],
+            format!("xxxxxxxxxx…[40 more chars, fnv1a64 {:016x}]", h.finish())
+        );
+        assert_eq!(v["command"], long.as_str());
+        assert_ne!(hashed(&args), hashed(&other));
+        assert_eq!(hashed("[1,2]"), "[1,2]");
     }
 
     #[test]

@@ -225,20 +225,14 @@ pub struct PairingStructure {
 impl PairingStructure {
     /// A 64-bit FNV-1a digest of the structure, stable across runs. **O(n)**.
     pub fn digest(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |bytes: &[u8]| {
-            for &b in bytes {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-        };
+        let mut h = super::summary::Fnv1a::new();
         for (id, times, state) in &self.calls {
-            eat(id.as_bytes());
-            eat(&[0]);
-            eat(&times.to_le_bytes());
-            eat(&[*state as u8]);
+            h.eat(id.as_bytes());
+            h.eat(&[0]);
+            h.eat(&times.to_le_bytes());
+            h.eat(&[*state as u8]);
         }
-        h
+        h.finish()
     }
 }
 

@@ -327,6 +327,48 @@ pub enum ReplaceError {
         /// The tokens outside the region.
         kept: u64,
     },
+    /// A region of a batch starts before the one before it ends (regions must be in
+    /// log order and disjoint).
+    #[error(
+        "the region starting at {start} overlaps the one before it, which ends at {previous_end}"
+    )]
+    Overlapping {
+        /// Its start.
+        start: usize,
+        /// Where the region before it ends.
+        previous_end: usize,
+    },
+}
+
+/// Why [`Tracker::set_tokens`](crate::Tracker::set_tokens) refused a batch of edits.
+/// The tracker is then unchanged.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokensError {
+    /// An edited record lies past the log.
+    #[error("record {at} is past the log's {len} records")]
+    OutOfRange {
+        /// The record asked for.
+        at: usize,
+        /// The log's length.
+        len: usize,
+    },
+    /// The edited records are not strictly increasing.
+    #[error(
+        "record {at} comes after record {previous} in the edits; give each record once, in log order"
+    )]
+    NotIncreasing {
+        /// The record out of order.
+        at: usize,
+        /// The record before it in the edits.
+        previous: usize,
+    },
+    /// The new total would pass `u64::MAX`.
+    #[error("the edits would make the log's total overflow (at least {total} tokens)")]
+    TokenOverflow {
+        /// The total, saturated.
+        total: u64,
+    },
 }
 
 /// The kinds of record that carry call ids, as errors name them.

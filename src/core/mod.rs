@@ -23,10 +23,11 @@ pub(crate) mod tracker;
 
 pub use config::{Limit, Limits, Mode};
 pub use error::{
-    AppendError, CallRecord, Defer, EventError, OpenEvent, RegionEnd, ReplaceError, StrictViolation,
+    AppendError, CallRecord, Defer, EventError, OpenEvent, RegionEnd, ReplaceError,
+    StrictViolation, TokensError,
 };
 pub use event::{Event, Handled};
-pub use index::MAX_RECORDS;
+pub use index::{MAX_RECORDS, Replacement};
 pub use invariants::{Broken, Part};
 #[cfg(feature = "serde")]
 pub(crate) use state::State;

@@ -39,6 +39,7 @@ mod claude_code;
 mod codex;
 mod defer;
 mod detect;
+pub mod edit;
 mod gemini;
 mod gemini_cli;
 mod json_doc;

@@ -293,7 +293,7 @@ fn summary_value(format: Format, text: &str, tokens: u64) -> Value {
 /// Gemini CLI) and, for Claude Code, `sessionId`, `cwd`, `version`, `gitBranch`,
 /// `userType`, `slug` and `isSidechain` (a subagent's summary stays in the subagent's
 /// conversation).
-fn context(format: Format, neighbour: &str) -> Map<String, Value> {
+pub(crate) fn context(format: Format, neighbour: &str) -> Map<String, Value> {
     let keys: &[&str] = match format {
         Format::CodexRollout | Format::GeminiCli => &["timestamp"],
         Format::ClaudeCode => &[

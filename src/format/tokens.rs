@@ -21,7 +21,7 @@ pub struct ByteEstimate;
 
 impl TokenCounter for ByteEstimate {
     fn count(&self, text: &str) -> u64 {
-        (text.len() as u64).div_ceil(4)
+        crate::compact::estimate_tokens(text)
     }
 }
 

@@ -104,11 +104,12 @@ const CONDITIONS: [&[&str]; 4] = [
     &["argument-loss"],
 ];
 
-fn check(log: &Log) -> Report {
+pub(crate) fn check(log: &Log) -> Report {
     validate(log.entries(), Options::allowing_pending())
 }
 
-fn assert_no_new_violations(before: &Report, after: &Report) {
+/// Every condition that held `before` holds `after` (shared with the strategy tests).
+pub(crate) fn assert_no_new_violations(before: &Report, after: &Report) {
     for (i, kinds) in CONDITIONS.iter().enumerate() {
         let count = |r: &Report| kinds.iter().map(|k| r.count(k)).sum::<usize>();
         if count(before) == 0 {

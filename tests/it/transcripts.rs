@@ -23,7 +23,7 @@ pub(crate) fn fixture(name: &str) -> String {
 }
 
 /// Every fixture this crate reads, with its format.
-const FIXTURES: [(&str, Format); 9] = [
+pub(crate) const FIXTURES: [(&str, Format); 9] = [
     (
         "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
         Format::OpenAiChat,
@@ -62,7 +62,7 @@ const FIXTURES: [(&str, Format); 9] = [
     ),
 ];
 
-fn read(name: &str) -> (String, Transcript) {
+pub(crate) fn read(name: &str) -> (String, Transcript) {
     let text = fixture(name);
     let format = format::detect(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let t = format::read(&text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{name}: {e}"));

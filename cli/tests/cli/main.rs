@@ -8,4 +8,5 @@ mod common;
 mod compact_cli;
 mod reliability_cli;
 mod sessions_cli;
+mod strategy_cli;
 mod watch_cli;

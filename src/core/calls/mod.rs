@@ -64,6 +64,7 @@
 //!
 //! The seeds come from foldhash's per-process random source (no syscall per tracker).
 
+use crate::core::index::Remap;
 use crate::core::invariants::{ensure, ensure_eq};
 use std::hash::{BuildHasher, Hasher};
 
@@ -245,29 +246,24 @@ impl CallBook {
         self.used.insert(fp);
     }
 
-    /// Records `start..end` became one record at `start`: results waiting for their call
-    /// inside the region are dropped with it (the next result with the same id, if
-    /// any, becomes the one waiting), and positions from `end` on move down by
-    /// `end - start - 1`. Pending calls all lie at or after `end` (the region ends at a
-    /// legal cut). **O(p + q)** for `p` pending calls and `q` early results (and their
-    /// duplicates).
-    pub(crate) fn replace_region(&mut self, start: u32, end: u32) {
-        let down = end - start - 1;
+    /// Records regions were replaced (see [`Remap`]): results waiting for their call
+    /// inside a region are dropped with it (the next result with the same id, if any,
+    /// becomes the one waiting), and every other position moves to where `remap`
+    /// sends it. Pending calls all lie after the last region (its end is a legal cut),
+    /// so they move down by everything the regions lost. **O((p + q) log R)** for `p`
+    /// pending calls, `q` early results (and their duplicates) and `R` regions.
+    pub(crate) fn replace_regions(&mut self, remap: &Remap<'_>) {
+        // Positions fit in u32 (`MAX_RECORDS`), and only shrink.
+        let down = remap.gone() as u32;
         for p in self.pending.values_mut() {
             debug_assert!(
-                p.at >= end,
-                "pending call {} inside a compacted region",
+                remap.record(p.at as usize) == Some((p.at - down) as usize),
+                "pending call {} inside or before a compacted region",
                 p.id
             );
             p.at -= down;
         }
-        let moved = |p: u32| {
-            if p >= end {
-                Some(p - down)
-            } else {
-                (p < start).then_some(p)
-            }
-        };
+        let moved = |p: u32| remap.record(p as usize).map(|n| n as u32);
         self.early.retain(|_, e| {
             let later = std::mem::take(&mut e.later);
             let mut kept = std::iter::once(e.first_at).chain(later).filter_map(moved);

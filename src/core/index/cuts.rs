@@ -3,7 +3,7 @@
 use crate::core::invariants::{ensure, ensure_eq};
 use std::collections::VecDeque;
 
-use super::{B, MAX_RECORDS};
+use super::{B, MAX_RECORDS, Remap, Replacement};
 
 /// The legal cut positions, as one bit per position (bit `head + c` for cut `c`).
 /// Position 0 is always legal.
@@ -145,58 +145,89 @@ impl LegalCuts {
         pos <= self.last && self.bit(pos)
     }
 
-    /// Records `start..end` (both legal cuts, `start < end`) become one record: the
-    /// cuts strictly between them vanish, `start` stays, and every cut from `end` on
-    /// moves down by `end - start - 1`. **O((end - start) / 64 + min(start, last - end))**:
-    /// the shorter side's bits move one by one, whole words of the region are dropped.
-    pub(crate) fn replace(&mut self, start: usize, end: usize) {
-        debug_assert!(self.contains(start) && self.contains(end) && start < end);
-        let gone = end - start - 1;
-        let (from, to) = (self.head + start + 1, self.head + end);
-        // Bits in from..to vanish.
-        if gone > 0 {
-            for w in from / B..=(to - 1) / B {
+    /// Applies `regions` (sorted, disjoint, both ends of each a legal cut): the cuts
+    /// strictly inside a region vanish, its `start` stays, its `end` becomes the cut
+    /// after its summary record (or merges with `start` when the region is removed),
+    /// and every later cut moves down by what the regions before it lost. Only the
+    /// shorter side moves: the cuts up to the last region's end (into the positions
+    /// just before it) or the cuts from the first region's start on.
+    /// **O(R + min(last end, last cut - first start) / 64 + moved cuts)** for `R`
+    /// regions: whole words of a region are dropped, not read cut by cut.
+    pub(crate) fn replace_many(&mut self, regions: &[Replacement]) {
+        let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
+            return;
+        };
+        let (first, last) = (first.start, last.end);
+        debug_assert!(self.contains(first) && self.contains(last) && first < last);
+        let remap = Remap::new(regions);
+        let gone = remap.gone();
+        if last <= self.last - first {
+            // The cuts 0..=last move up by `gone` into the positions before cut `last`,
+            // whose bit (and every later one) stays where it is.
+            let moved = self.mapped(&remap, regions, 0, last);
+            let (from, to) = (self.head, self.head + last);
+            for w in from / B..=to / B {
                 let lo = if w == from / B { from % B } else { 0 };
-                let hi = if w == (to - 1) / B {
-                    (to - 1) % B + 1
-                } else {
-                    B
-                };
+                let hi = if w == to / B { to % B + 1 } else { B };
                 let mask = (u64::MAX << lo) & (u64::MAX >> (B - hi));
                 self.count -= (self.words[w] & mask).count_ones() as usize;
+                self.words[w] &= !mask;
             }
-        }
-        if start <= self.last - end {
-            // Cuts 0..=start move up by `gone`, into the slots before cut `end`.
-            for pos in (0..=start).rev() {
-                let bit = self.bit(pos);
-                self.set_bit(self.head + pos + gone, bit);
+            let new_head = self.head + gone;
+            for c in &moved {
+                self.set_bit(new_head + c, true);
             }
-            let first = self.head + gone;
-            for _ in 0..first / B {
+            self.count += moved.len();
+            for _ in 0..new_head / B {
                 self.words.pop_front();
             }
-            self.head = first % B;
-            // Slots below the new head hold stale bits: clear them.
-            if let Some(w) = self.words.front_mut() {
-                *w &= u64::MAX << self.head;
-            }
+            self.head = new_head % B;
+            self.last -= gone;
         } else {
-            // Cuts end..=last move down by `gone`.
-            for pos in end..=self.last {
-                let bit = self.bit(pos);
-                self.set_bit(self.head + pos - gone, bit);
-            }
-            let new_last = self.head + self.last - gone;
-            self.words.truncate(new_last / B + 1);
-            if let Some(w) = self.words.back_mut() {
-                *w &= u64::MAX >> (B - 1 - new_last % B);
+            // The cuts from `first` on move down.
+            let moved = self.mapped(&remap, regions, first, self.last);
+            self.revoke_after(first);
+            for c in moved.into_iter().filter(|&c| c > first) {
+                self.push(c);
             }
         }
-        self.last -= gone;
         if self.words.capacity() > 4 * self.words.len() + 16 {
             self.words.shrink_to(2 * self.words.len());
         }
+    }
+
+    /// The new positions of the legal cuts in `from..=to` under `remap`, increasing
+    /// and without repeats, skipping the inside of every region (a cut there vanishes)
+    /// without reading it. **O(R + (to - from) / 64 + cuts)**.
+    fn mapped(
+        &self,
+        remap: &Remap<'_>,
+        regions: &[Replacement],
+        from: usize,
+        to: usize,
+    ) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        let mut keep = |c: usize| {
+            if let Some(n) = remap.cut(c) {
+                if out.last() != Some(&n) {
+                    out.push(n);
+                }
+            }
+        };
+        let mut pos = from;
+        let mut scan = |pos: usize, upto: usize| {
+            let mut p = pos;
+            while let Some(c) = self.at_or_after(p).filter(|&c| c <= upto) {
+                keep(c);
+                p = c + 1;
+            }
+        };
+        for r in regions.iter().filter(|r| r.end >= from && r.start <= to) {
+            scan(pos, r.start.min(to));
+            pos = r.end.max(from);
+        }
+        scan(pos, to);
+        out
     }
 
     fn set_bit(&mut self, p: usize, bit: bool) {

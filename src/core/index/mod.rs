@@ -49,67 +49,142 @@ pub const MAX_RECORDS: usize = u32::MAX as usize;
 /// Record slots per block; also the bits per word of the legal-cut bitmap.
 const B: usize = 64;
 
-/// Which side of a removed range a splice moves.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Moved {
-    /// The elements before the range move (towards the back).
-    Head,
-    /// The elements after the range move (towards the front).
-    Tail,
+/// One region of a batched replacement ([`Tracker::replace_regions`](crate::Tracker::replace_regions)):
+/// records `start..end` (both legal cuts, `start < end`) become one summary record of
+/// `summary_tokens` tokens, or nothing at all when `summary_tokens` is `None`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Replacement {
+    /// The first record replaced.
+    pub start: usize,
+    /// The first record kept after the region.
+    pub end: usize,
+    /// Tokens of the one record that replaces the region; `None` removes it.
+    pub summary_tokens: Option<u64>,
 }
 
-impl Moved {
-    /// The shorter side of removing `start..end` from `len` elements.
-    pub(crate) fn shorter(len: usize, start: usize, end: usize) -> Moved {
-        if start <= len - end {
-            Moved::Head
-        } else {
-            Moved::Tail
+impl Replacement {
+    /// Records `start..end` become one summary record of `tokens` tokens. **O(1)**.
+    pub fn summary(start: usize, end: usize, tokens: u64) -> Self {
+        Replacement {
+            start,
+            end,
+            summary_tokens: Some(tokens),
+        }
+    }
+
+    /// Records `start..end` are removed, nothing takes their place. **O(1)**.
+    pub fn removal(start: usize, end: usize) -> Self {
+        Replacement {
+            start,
+            end,
+            summary_tokens: None,
+        }
+    }
+
+    /// Records this region loses: its length, less the summary record. **O(1)**.
+    pub fn gone(&self) -> usize {
+        self.end - self.start - usize::from(self.summary_tokens.is_some())
+    }
+}
+
+/// Where positions go under a batch of [`Replacement`]s (sorted, disjoint, each
+/// `start < end`). **O(R)** to build for `R` regions; each lookup **O(log R)**.
+pub(crate) struct Remap<'a> {
+    regions: &'a [Replacement],
+    /// `gone_before[k]`: records lost by regions `..k`.
+    gone_before: Vec<usize>,
+}
+
+impl<'a> Remap<'a> {
+    pub(crate) fn new(regions: &'a [Replacement]) -> Self {
+        let mut gone_before = Vec::with_capacity(regions.len() + 1);
+        let mut gone = 0;
+        gone_before.push(0);
+        for r in regions {
+            gone += r.gone();
+            gone_before.push(gone);
+        }
+        Remap {
+            regions,
+            gone_before,
+        }
+    }
+
+    /// Records lost in all.
+    pub(crate) fn gone(&self) -> usize {
+        self.gone_before[self.regions.len()]
+    }
+
+    /// The new position of record `i`, `None` when a region swallows it.
+    pub(crate) fn record(&self, i: usize) -> Option<usize> {
+        let k = self.regions.partition_point(|r| r.end <= i);
+        match self.regions.get(k) {
+            Some(r) if r.start <= i => None,
+            _ => Some(i - self.gone_before[k]),
+        }
+    }
+
+    /// The new position of cut `c`, `None` when it lies strictly inside a region. A
+    /// region's `start` and `end` stay cuts (the same one when it is removed).
+    pub(crate) fn cut(&self, c: usize) -> Option<usize> {
+        let k = self.regions.partition_point(|r| r.end < c);
+        match self.regions.get(k) {
+            Some(r) if r.start < c && c < r.end => None,
+            Some(r) if c == r.end => {
+                Some(r.start - self.gone_before[k] + usize::from(r.summary_tokens.is_some()))
+            }
+            _ => Some(c - self.gone_before[k]),
         }
     }
 }
 
-/// Replaces `dq[start..end]` by `item` (if any), moving only the elements on `side`;
-/// each moved element passes through `fix`. **O(end - start + moved)**, using only
-/// `pop_front`/`push_front` (head) or `split_off`/`truncate`/`extend` (tail), whose
-/// costs std documents. Shrinks the deque when it holds less than a quarter of its
-/// capacity, which costs **O(len)** but needs at least `len` removals since the last
-/// growth or shrink: **O(1)** amortized per removed element.
-pub(crate) fn splice_one<T>(
+/// Replaces each of `regions` (sorted, disjoint, within `dq`) by its item (if any), in
+/// one pass over the shorter side: the elements before the last region's end, or those
+/// after the first region's start. **O(removed + min(last_end, len - first_start))**.
+/// `items` holds one item per region, in order.
+pub(crate) fn splice_many<T>(
     dq: &mut VecDeque<T>,
-    start: usize,
-    end: usize,
-    item: Option<T>,
-    side: Moved,
-    mut fix: impl FnMut(&mut T),
+    regions: &[(usize, usize)],
+    items: Vec<Option<T>>,
 ) {
-    debug_assert!(start <= end && end <= dq.len());
-    match side {
-        Moved::Head => {
-            let mut head = Vec::with_capacity(start);
-            for _ in 0..start {
-                head.extend(dq.pop_front());
-            }
-            for _ in start..end {
-                dq.pop_front();
-            }
-            if let Some(item) = item {
-                dq.push_front(item);
-            }
-            for mut value in head.into_iter().rev() {
-                fix(&mut value);
-                dq.push_front(value);
-            }
+    let (Some(&(first, _)), Some(&(_, last))) = (regions.first(), regions.last()) else {
+        return;
+    };
+    debug_assert_eq!(regions.len(), items.len());
+    let len = dq.len();
+    if last <= len - first {
+        // Take the front up to `last`, rebuild it, push it back.
+        let mut front: Vec<T> = Vec::with_capacity(last);
+        for _ in 0..last {
+            front.extend(dq.pop_front());
         }
-        Moved::Tail => {
-            let tail = dq.split_off(end);
-            dq.truncate(start);
+        let mut rebuilt: Vec<T> = Vec::with_capacity(last);
+        let mut front = front.into_iter().enumerate().peekable();
+        for (&(start, end), item) in regions.iter().zip(items) {
+            while let Some((_, value)) = front.next_if(|(i, _)| *i < start) {
+                rebuilt.push(value);
+            }
+            while front.next_if(|(i, _)| *i < end).is_some() {}
+            rebuilt.extend(item);
+        }
+        for value in rebuilt.into_iter().rev() {
+            dq.push_front(value);
+        }
+    } else {
+        let tail = dq.split_off(first);
+        let mut tail = tail
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i + first, v))
+            .peekable();
+        for (&(start, end), item) in regions.iter().zip(items) {
+            while let Some((_, value)) = tail.next_if(|(i, _)| *i < start) {
+                dq.push_back(value);
+            }
+            while tail.next_if(|(i, _)| *i < end).is_some() {}
             dq.extend(item);
-            dq.extend(tail.into_iter().map(|mut value| {
-                fix(&mut value);
-                value
-            }));
         }
+        dq.extend(tail.map(|(_, v)| v));
     }
     if dq.capacity() > 4 * dq.len() + 16 {
         dq.shrink_to(2 * dq.len());

@@ -4,7 +4,7 @@ use crate::core::invariants::{ensure, ensure_eq};
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
-use super::B;
+use super::{B, Replacement};
 
 /// The offsets of one block's records from its base.
 ///
@@ -292,40 +292,83 @@ impl PrefixSums {
         (self.reaching_in(lo, threshold) + 1).min(t)
     }
 
-    /// Replaces records `start..end` (`start < end <= len`) by one record of `tokens`
-    /// tokens; the caller has checked that the new total does not overflow.
-    /// **O(end - start) / 64 + min(start, len - end) + 64)** amortized (see the module
-    /// docs).
-    pub(crate) fn replace(&mut self, start: usize, end: usize, tokens: u64) {
-        debug_assert!(start < end && end <= self.len);
-        let summary_sum = self.before(start) + tokens;
-        // What every later sum gains (or, wrapped, loses).
-        let delta = summary_sum.wrapping_sub(self.before(end));
-        let gone = end - start - 1;
+    /// Replaces each of `regions` (sorted, disjoint, bounded by the caller's legal cuts,
+    /// each `start < end <= len`) by one record of its summary tokens, or by nothing;
+    /// the caller has checked that the new total does not overflow. Only the shorter
+    /// side moves: the records before the last region's end (into the slots just before
+    /// it, the records after it keeping their slots and stored values, what they gain or
+    /// lose added to every base through the shift), or the records from the first
+    /// region's start on. **O(R + min(kept before the last end, len - first start) +
+    /// removed / 64 + 64)** for `R` regions (see the module docs).
+    pub(crate) fn replace_many(&mut self, regions: &[Replacement]) {
+        let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
+            return;
+        };
+        let (first, last) = (first.start, last.end);
+        debug_assert!(first < last && last <= self.len);
+        let len = self.len;
+        let gone: usize = regions.iter().map(Replacement::gone).sum();
+        let new_len = len - gone;
         self.upper = OnceLock::new();
-        if start <= self.len - end {
-            // The head and the summary move up into the slots before record `end`.
-            let mut moved: Vec<u64> = (0..start).map(|i| self.at(i)).collect();
-            moved.push(summary_sum);
-            // The tail keeps its stored values: it gains `delta` through the shift.
-            self.shift = self.shift.wrapping_add(delta);
-            let first = self.head + gone;
-            for _ in 0..first / B {
+        if new_len == 0 {
+            *self = PrefixSums::default();
+            return;
+        }
+        // The new inclusive sums of the records from old record `from` on, up to the
+        // records kept before old record `to` (each region becoming its summary), and
+        // the new sum before `to`.
+        let new_sums = |from: usize, to: usize| {
+            let mut moved = Vec::new();
+            let mut sum = self.before(from);
+            let mut kept_from = from;
+            for r in regions.iter().filter(|r| r.start >= from && r.end <= to) {
+                let base = self.before(kept_from);
+                moved.extend((kept_from..r.start).map(|i| sum + (self.at(i) - base)));
+                sum += self.before(r.start) - base;
+                if let Some(tokens) = r.summary_tokens {
+                    sum += tokens;
+                    moved.push(sum);
+                }
+                kept_from = r.end;
+            }
+            let base = self.before(kept_from);
+            moved.extend((kept_from..to).map(|i| sum + (self.at(i) - base)));
+            sum += self.before(to) - base;
+            (moved, sum)
+        };
+        if last <= len - first {
+            // The front moves up into the slots before record `last`, which (with every
+            // record after it) keeps its slot; record `last` is rewritten too, so that
+            // its block is rebuilt even when nothing else lands in it.
+            let to = (last + 1).min(len);
+            let (moved, through) = new_sums(0, to);
+            let before_last = if to > last {
+                through - self.record(last)
+            } else {
+                through
+            };
+            // What every sum from record `last` on gains (or, wrapped, loses).
+            self.shift = self
+                .shift
+                .wrapping_add(before_last.wrapping_sub(self.before(last)));
+            let first_slot = self.head + gone;
+            for _ in 0..first_slot / B {
                 self.bases.pop_front();
                 self.offs.pop_front();
             }
-            self.head = first % B;
-            self.len -= gone;
+            self.head = first_slot % B;
+            self.len = new_len;
             self.rewrite(0, &moved);
         } else {
-            // The summary and the tail move down.
-            let mut moved = vec![summary_sum];
-            moved.extend((end..self.len).map(|i| self.at(i).wrapping_add(delta)));
-            self.len -= gone;
+            // The tail moves down. Start one record early when everything from `first`
+            // on goes, so that the new last record's block is rebuilt.
+            let from = first.min(new_len - 1);
+            let (moved, _) = new_sums(from, len);
+            self.len = new_len;
             let blocks = (self.head + self.len).div_ceil(B);
             self.bases.truncate(blocks);
             self.offs.truncate(blocks);
-            self.rewrite(start, &moved);
+            self.rewrite(from, &moved);
         }
         self.total = self.at(self.len - 1);
         // Give back deque space once it is mostly empty: O(blocks), but only after at
@@ -333,6 +376,87 @@ impl PrefixSums {
         if self.offs.capacity() > 4 * self.offs.len() + 16 {
             self.bases.shrink_to(2 * self.bases.len());
             self.offs.shrink_to(2 * self.offs.len());
+        }
+    }
+
+    /// Gives records new token counts in place: `edits` are `(record, tokens)` with the
+    /// records strictly increasing and `< len`; the caller has checked that the new
+    /// total fits in `u64`. Every block holding an edited record is rebuilt from its
+    /// own offsets (64 slots); every block between the first and the last edited one
+    /// gets its base moved by what the edits before it changed; the blocks after the
+    /// last edited one move as a whole on the shorter side: their bases, or (through
+    /// the shift) the bases of the blocks up to the last edited one.
+    /// **O(k + 64 e + (l - f) + min(f, b - l))** for `k` edits in `e` blocks, the first
+    /// in block `f` and the last in block `l` of `b` blocks: never more than the edits'
+    /// blocks plus the bases after the first edited block.
+    pub(crate) fn set_tokens(&mut self, edits: &[(usize, u64)]) {
+        let (Some(&(first_at, _)), Some(&(last_at, _))) = (edits.first(), edits.last()) else {
+            return;
+        };
+        debug_assert!(edits.windows(2).all(|w| w[0].0 < w[1].0) && last_at < self.len);
+        let first_b = (self.head + first_at) / B;
+        let last_b = (self.head + last_at) / B;
+        // What every sum from the current block on has gained so far (wrapping).
+        let mut delta: u64 = 0;
+        let mut next = edits.iter().peekable();
+        let mut values: Vec<u64> = Vec::with_capacity(B);
+        for b in first_b..=last_b {
+            let new_base = self.base(b).wrapping_add(delta);
+            if next
+                .peek()
+                .is_some_and(|&&(at, _)| (self.head + at) / B == b)
+            {
+                let lo = if b == 0 { self.head } else { 0 };
+                let hi = (self.head + self.len - b * B).min(B);
+                values.clear();
+                let (mut old_prev, mut new_prev) = (0u64, 0u64);
+                for k in lo..hi {
+                    let old = self.offs[b].get(k);
+                    let i = b * B + k - self.head;
+                    let tokens = match next.next_if(|&&(at, _)| at == i) {
+                        Some(&(_, tokens)) => tokens,
+                        None => old - old_prev,
+                    };
+                    old_prev = old;
+                    new_prev += tokens;
+                    values.push(new_prev);
+                }
+                self.offs[b] = Offsets::build(lo, &values);
+                delta = delta.wrapping_add(new_prev.wrapping_sub(old_prev));
+            }
+            self.set_base(b, new_base);
+        }
+        let blocks = self.bases.len();
+        if delta != 0 && last_b + 1 < blocks {
+            if last_b + 1 < blocks - last_b - 1 {
+                // Move the later blocks through the shift; keep the earlier ones.
+                self.shift = self.shift.wrapping_add(delta);
+                for b in 0..=last_b {
+                    let stored = self.bases[b].wrapping_sub(delta);
+                    self.store_base(b, stored);
+                }
+            } else {
+                for b in last_b + 1..blocks {
+                    let stored = self.bases[b].wrapping_add(delta);
+                    self.store_base(b, stored);
+                }
+            }
+        }
+        self.total = self.total.wrapping_add(delta);
+    }
+
+    /// Makes block `b`'s true base `base`. **O(1)**.
+    fn set_base(&mut self, b: usize, base: u64) {
+        self.store_base(b, base.wrapping_sub(self.shift));
+    }
+
+    /// Stores `stored` as block `b`'s base, keeping the upper level exact. **O(1)**.
+    fn store_base(&mut self, b: usize, stored: u64) {
+        self.bases[b] = stored;
+        if b % B == 0 {
+            if let Some(upper) = self.upper.get_mut() {
+                upper[b / B] = stored;
+            }
         }
     }
 

@@ -93,7 +93,7 @@ fn replace_keeps_sums_and_cuts_exact_on_either_side() {
     for (start, end) in [(1, 4), (5, 8), (0, 9), (3, 9), (0, 2)] {
         let tokens = [5u64, 0, 3, 0, 0, 7, 1, 10, 0, 2];
         let mut s = sums(&tokens);
-        s.replace(start, end, 4);
+        s.replace_many(&[Replacement::summary(start, end, 4)]);
         let mut want: Vec<u64> = tokens[..start].to_vec();
         want.push(4);
         want.extend_from_slice(&tokens[end..]);
@@ -111,7 +111,7 @@ fn replace_keeps_sums_and_cuts_exact_on_either_side() {
         if !(c.contains(start) && c.contains(end)) {
             continue;
         }
-        c.replace(start, end);
+        c.replace_many(&[Replacement::summary(start, end, 0)]);
         let down = end - start - 1;
         let want: Vec<usize> = [0, 1, 2, 3, 4, 5, 8, 9, 10]
             .into_iter()
@@ -182,23 +182,189 @@ fn long_indexes_search_like_a_scan_across_replace() {
     c.revoke_after(n + 70);
     check(&s, &c);
     // A region from a legal cut near the front: the head side moves.
-    s.replace(1, 901, 9);
-    c.replace(1, 901);
+    s.replace_many(&[Replacement::summary(1, 901, 9)]);
+    c.replace_many(&[Replacement::summary(1, 901, 0)]);
     check(&s, &c);
     // One near the back: the tail side moves.
     let (a, b) = (c.at_or_before(s.len() - 400), c.at_or_before(s.len() - 10));
-    s.replace(a, b, 5);
-    c.replace(a, b);
+    s.replace_many(&[Replacement::summary(a, b, 5)]);
+    c.replace_many(&[Replacement::summary(a, b, 0)]);
     check(&s, &c);
     // One that swallows the stretch without cuts and the wide block.
     let (a, b) = (
         c.at_or_before(50),
         c.at_or_after(3_000 - 899).expect("a cut"),
     );
-    s.replace(a, b, 77);
-    c.replace(a, b);
+    s.replace_many(&[Replacement::summary(a, b, 77)]);
+    c.replace_many(&[Replacement::summary(a, b, 0)]);
     check(&s, &c);
     // Growing the last record (an open record) keeps the sums exact.
     s.set_last(s.total() + 10);
     check(&s, &c);
+}
+
+/// A small deterministic generator for the tests below.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn all_sums(s: &PrefixSums) -> Vec<u64> {
+    (0..s.len()).map(|i| s.at(i)).collect()
+}
+
+/// Token counts as a plain vector, the linear rebuild the in-place edits must equal.
+fn records_of(s: &PrefixSums) -> Vec<u64> {
+    (0..s.len()).map(|i| s.record(i)).collect()
+}
+
+/// `set_tokens` equals a linear rebuild with the new sizes, on logs of every length
+/// around block edges, before and after a compaction has moved the head and the
+/// shift, with narrow and wide blocks, edits spread or bunched at either end.
+#[test]
+fn set_tokens_equals_a_linear_rebuild() {
+    let mut rng = Lcg(7);
+    for case in 0..400 {
+        let n = match case % 4 {
+            0 => rng.next(10) as usize + 1,
+            1 => rng.next(200) as usize + 60,
+            2 => rng.next(3) as usize + 63,
+            _ => rng.next(5_000) as usize + 1,
+        };
+        let big = case % 7 == 0;
+        let tokens: Vec<u64> = (0..n)
+            .map(|_| {
+                if big && rng.next(20) == 0 {
+                    u64::from(u32::MAX) + rng.next(1_000)
+                } else {
+                    rng.next(3_000)
+                }
+            })
+            .collect();
+        let mut s = sums(&tokens);
+        // Half the cases after a compaction, so that head and shift are not trivial.
+        if case % 2 == 1 && n > 3 {
+            let start = rng.next(n as u64 / 2) as usize;
+            let end = start + 1 + rng.next((n - start - 1) as u64) as usize;
+            s.replace_many(&[Replacement::summary(start, end, rng.next(500))]);
+            s.check().unwrap();
+        }
+        let before = records_of(&s);
+        let k = rng.next(s.len() as u64).min(40) as usize + 1;
+        let mut at: Vec<usize> = (0..k)
+            .map(|_| match case % 3 {
+                0 => rng.next(s.len() as u64) as usize,
+                1 => rng.next(s.len().min(70) as u64) as usize,
+                _ => s.len() - 1 - rng.next(s.len().min(70) as u64) as usize,
+            })
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        let edits: Vec<(usize, u64)> = at.iter().map(|&i| (i, rng.next(4_000))).collect();
+        let mut want = before.clone();
+        for &(i, t) in &edits {
+            want[i] = t;
+        }
+        s.set_tokens(&edits);
+        s.check().unwrap_or_else(|e| panic!("case {case}: {e}"));
+        assert_eq!(records_of(&s), want, "case {case}");
+        assert_eq!(all_sums(&s), all_sums(&sums(&want)), "case {case}");
+        // Searches agree with the rebuild, through the upper level too.
+        let rebuilt = sums(&want);
+        for _ in 0..20 {
+            let target = rng.next(s.total() + 2);
+            assert_eq!(s.first_reaching(target), rebuilt.first_reaching(target));
+        }
+    }
+}
+
+/// The records of a log after `regions`: each region becomes its summary, or nothing.
+fn replaced(tokens: &[u64], regions: &[Replacement]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for r in regions {
+        out.extend_from_slice(&tokens[at..r.start]);
+        out.extend(r.summary_tokens);
+        at = r.end;
+    }
+    out.extend_from_slice(&tokens[at..]);
+    out
+}
+
+/// Random sorted, disjoint regions of `0..n` (some touching), some removed.
+fn random_regions(rng: &mut Lcg, n: usize, cuts: &[usize]) -> Vec<Replacement> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < cuts.len() {
+        if rng.next(3) == 0 {
+            let j = i + 1 + rng.next(3).min((cuts.len() - 2 - i) as u64) as usize;
+            let (start, end) = (cuts[i], cuts[j]);
+            debug_assert!(end <= n);
+            out.push(if rng.next(3) == 0 {
+                Replacement::removal(start, end)
+            } else {
+                Replacement::summary(start, end, rng.next(300))
+            });
+            i = j + usize::from(rng.next(2) == 0);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Batched replacement equals the linear rebuild, for sums and legal cuts, whichever
+/// side moves.
+#[test]
+fn replace_many_equals_a_linear_rebuild() {
+    let mut rng = Lcg(11);
+    for case in 0..600 {
+        let n = match case % 3 {
+            0 => rng.next(12) as usize + 1,
+            1 => rng.next(300) as usize + 1,
+            _ => rng.next(3_000) as usize + 1,
+        };
+        let tokens: Vec<u64> = (0..n).map(|_| rng.next(1_000)).collect();
+        let mut s = sums(&tokens);
+        // Legal cuts: 0, n and a random subset.
+        let mut cut_list: Vec<usize> = (1..n).filter(|_| rng.next(3) > 0).collect();
+        cut_list.insert(0, 0);
+        cut_list.push(n);
+        let mut c = LegalCuts::default();
+        for &p in &cut_list[1..] {
+            c.push(p);
+        }
+        let regions = random_regions(&mut rng, n, &cut_list);
+        if regions.is_empty() {
+            continue;
+        }
+        let want_tokens = replaced(&tokens, &regions);
+        s.replace_many(&regions);
+        s.check().unwrap_or_else(|e| panic!("case {case}: {e}"));
+        assert_eq!(records_of(&s), want_tokens, "case {case}: {regions:?}");
+        // The cuts: every old cut outside the regions' insides, renumbered.
+        let remap = Remap::new(&regions);
+        let mut want_cuts: Vec<usize> = cut_list.iter().filter_map(|&p| remap.cut(p)).collect();
+        want_cuts.dedup();
+        c.replace_many(&regions);
+        c.check(want_tokens.len())
+            .unwrap_or_else(|e| panic!("case {case}: {e}"));
+        assert_eq!(
+            c.iter().collect::<Vec<_>>(),
+            want_cuts,
+            "case {case}: {regions:?}"
+        );
+        for (i, _) in tokens.iter().enumerate() {
+            if let Some(j) = remap.record(i) {
+                assert_eq!(want_tokens[j], tokens[i], "record {i} moves to {j}");
+            }
+        }
+    }
 }

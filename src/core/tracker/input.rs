@@ -12,9 +12,11 @@
 use super::{Anomaly, Appended, Tracker};
 use crate::core::calls::{Fingerprint, ResultOutcome, SeenUse, UseOutcome};
 use crate::core::config::{Limits, Mode};
-use crate::core::error::{AppendError, CallRecord, EventError, OpenEvent, ReplaceError};
+use crate::core::error::{
+    AppendError, CallRecord, EventError, OpenEvent, ReplaceError, TokensError,
+};
 use crate::core::event::{Event, Handled};
-use crate::core::index::MAX_RECORDS;
+use crate::core::index::{MAX_RECORDS, Remap, Replacement};
 use crate::record::{CallId, Record, RecordKind};
 
 impl Tracker {
@@ -444,19 +446,134 @@ impl Tracker {
         if start >= end && end <= self.len() {
             return Err(ReplaceError::EmptyRegion { start, end });
         }
-        self.check_region(start, end)?;
-        let removed = self.sums.before(end) - self.sums.before(start);
+        self.replace_regions(&[Replacement::summary(start, end, summary_tokens)])
+    }
+
+    /// Replaces several regions at once, in place: each [`Replacement`] turns records
+    /// `start..end` into one summary record of its tokens, or removes them (its
+    /// `summary_tokens` is `None`). Prefix sums, legal cuts and pending calls stay exact,
+    /// as if the resulting log had been appended from scratch, with two exceptions:
+    /// [`anomalies`](Tracker::anomalies) keep counting what was seen, and the ids of the
+    /// calls of a *removed* region stay used (a later `tool_use` reusing one is refused,
+    /// as while the region was there; a tracker rebuilt from the shortened log would
+    /// accept it). What the caller keeps beside the records (summaries covering exactly
+    /// the calls of their region) is as for [`replace_region`](Tracker::replace_region).
+    ///
+    /// The regions are given in log order, disjoint (one may end where the next
+    /// starts), every end a legal cut, all positions in the log as it is before the
+    /// call. **O(R + min(e, len - s) + r / 64 + p + q)** amortized for `R` regions,
+    /// the first starting at `s`, the last ending at `e`, `r` records removed in all,
+    /// `p` pending calls and `q` results still waiting for their call: one pass over
+    /// the shorter side, however many regions, never one per region.
+    ///
+    /// ```
+    /// use cutpoint::{Record, Replacement, Tracker};
+    /// let mut t = Tracker::from_records([
+    ///     Record::user(100),
+    ///     Record::tool_use("a", 10),
+    ///     Record::tool_result("a", 500),
+    ///     Record::user(50),
+    ///     Record::tool_use("b", 10),
+    ///     Record::tool_result("b", 700),
+    ///     Record::user(5),
+    /// ])?;
+    /// // Both pairs become digests of 20 tokens; then the first user record goes.
+    /// t.replace_regions(&[Replacement::summary(1, 3, 20), Replacement::summary(4, 6, 20)])?;
+    /// assert_eq!((t.len(), t.total_tokens()), (5, 195));
+    /// t.replace_regions(&[Replacement::removal(0, 1)])?;
+    /// assert_eq!((t.len(), t.total_tokens()), (4, 95));
+    /// assert_eq!(t.legal_cuts().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ReplaceError`] when a region is empty, out of range, not bounded by legal
+    /// cuts, overlaps the one before it, or the new total would overflow. The tracker
+    /// is then unchanged.
+    pub fn replace_regions(&mut self, regions: &[Replacement]) -> Result<(), ReplaceError> {
+        let mut previous_end = 0;
+        let mut removed: u64 = 0;
+        let mut added: u128 = 0;
+        for r in regions {
+            self.check_region(r.start, r.end)?;
+            if r.start == r.end {
+                return Err(ReplaceError::EmptyRegion {
+                    start: r.start,
+                    end: r.end,
+                });
+            }
+            if r.start < previous_end {
+                return Err(ReplaceError::Overlapping {
+                    start: r.start,
+                    previous_end,
+                });
+            }
+            previous_end = r.end;
+            removed += self.sums.before(r.end) - self.sums.before(r.start);
+            added += u128::from(r.summary_tokens.unwrap_or(0));
+        }
         let kept = self.total_tokens() - removed;
-        kept.checked_add(summary_tokens)
-            .ok_or(ReplaceError::TokenOverflow {
-                summary_tokens,
+        if u128::from(kept) + added > u128::from(u64::MAX) {
+            return Err(ReplaceError::TokenOverflow {
+                summary_tokens: u64::try_from(added).unwrap_or(u64::MAX),
                 kept,
-            })?;
-        self.sums.replace(start, end, summary_tokens);
-        self.cuts.replace(start, end);
-        // `end <= len <= MAX_RECORDS`, which fits in u32.
-        self.calls.replace_region(start as u32, end as u32);
+            });
+        }
+        if regions.is_empty() {
+            return Ok(());
+        }
+        self.sums.replace_many(regions);
+        self.cuts.replace_many(regions);
+        self.calls.replace_regions(&Remap::new(regions));
         Ok(())
+    }
+
+    /// Gives existing records new token counts, in place: `edits` are `(record,
+    /// tokens)` pairs, records strictly increasing. Prefix sums stay exact; nothing
+    /// else changes (legal cuts and calls do not depend on sizes), so the tracker is
+    /// exactly one appended from scratch with those sizes. How the compaction layer
+    /// clears tool results and inputs in place. Returns the new total.
+    ///
+    /// **O(k + 64 e + (l - f) + min(f, b - l))** for `k` edits falling in `e` blocks
+    /// of 64 records, the first in block `f` and the last in block `l` of the `b`
+    /// blocks: proportional to what changed, plus at most the block bases after the
+    /// first changed block (the bases after the last one move on the shorter side).
+    ///
+    /// ```
+    /// use cutpoint::{Record, Tracker};
+    /// let mut t = Tracker::from_records([
+    ///     Record::user(100),
+    ///     Record::tool_use("a", 10),
+    ///     Record::tool_result("a", 5_000),
+    ///     Record::user(50),
+    /// ])?;
+    /// assert_eq!(t.set_tokens(&[(2, 12)])?, 172);
+    /// assert_eq!(t.tokens_before(3), Some(122));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TokensError`] when a record is out of range, the records are not strictly
+    /// increasing, or the new total would overflow. The tracker is then unchanged.
+    pub fn set_tokens(&mut self, edits: &[(usize, u64)]) -> Result<u64, TokensError> {
+        let len = self.len();
+        let mut total = u128::from(self.total_tokens());
+        let mut previous: Option<usize> = None;
+        for &(at, tokens) in edits {
+            if at >= len {
+                return Err(TokensError::OutOfRange { at, len });
+            }
+            if let Some(previous) = previous.filter(|&p| at <= p) {
+                return Err(TokensError::NotIncreasing { at, previous });
+            }
+            previous = Some(at);
+            total = total - u128::from(self.sums.record(at)) + u128::from(tokens);
+        }
+        let total = u64::try_from(total).map_err(|_| TokensError::TokenOverflow {
+            total: total.min(u128::from(u64::MAX)) as u64,
+        })?;
+        self.sums.set_tokens(edits);
+        Ok(total)
     }
 }
 

@@ -21,7 +21,9 @@
 //! on `tool_use`; `status` (`ok`, `error`, `aborted`) and `content` (a string) on
 //! `tool_result`. A `summary` line has no `call_id`; it lists the pairs it covers in
 //! `covers`, each `{"call_id", "name"?, "arguments"?, "status"?, "first_line"?}`, and
-//! may carry `text`:
+//! may carry `text`. An `assistant` record may carry `reasoning` (`plain` or `signed`):
+//! it is a thinking / reasoning block (with a signature), which the `clear-thinking`
+//! strategy clears in finished turns:
 //!
 //! ```text
 //! {"kind":"summary","tokens":40,"covers":[{"call_id":"a","name":"bash","arguments":{"command":"ls"},"status":"ok","first_line":"src"}]}
@@ -211,6 +213,17 @@ struct Line<'a> {
     text: Option<String>,
     #[serde(default)]
     covers: Option<Vec<UnitLine>>,
+    #[serde(default)]
+    reasoning: Option<Reasoning>,
+}
+
+/// `reasoning` on an assistant record: a thinking / reasoning block, `signed` when it
+/// carries a signature.
+#[derive(Serialize, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Reasoning {
+    Plain,
+    Signed,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +260,8 @@ struct OutLine<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     covers: Option<Vec<UnitOut<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
 }
 
 #[derive(Serialize)]
@@ -315,9 +330,18 @@ pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     only("content", parsed.content.is_some(), &["tool_result"])?;
     only("text", parsed.text.is_some(), &["summary"])?;
     only("covers", parsed.covers.is_some(), &["summary"])?;
+    only("reasoning", parsed.reasoning.is_some(), &["assistant"])?;
     let (record, payload) = match (kind, parsed.call_id) {
         (Kind::User, None) => (Record::user(parsed.tokens), Payload::None),
-        (Kind::Assistant, None) => (Record::assistant(parsed.tokens), Payload::None),
+        (Kind::Assistant, None) => (
+            Record::assistant(parsed.tokens),
+            match parsed.reasoning {
+                Some(r) => Payload::Reasoning {
+                    signed: matches!(r, Reasoning::Signed),
+                },
+                None => Payload::None,
+            },
+        ),
         (Kind::Summary, None) => {
             let Some(covers) = parsed.covers else {
                 return Err(invalid("summary record has no `covers` list".to_owned()));
@@ -446,6 +470,7 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
         content: None,
         text: None,
         covers: None,
+        reasoning: None,
     };
     let units;
     match (&entry.payload, record.kind()) {
@@ -459,6 +484,13 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
         }
         (Payload::Summary { text, .. }, RecordKind::Summary(_)) => {
             line.text = text.as_deref();
+        }
+        (Payload::Reasoning { signed }, RecordKind::Assistant) => {
+            line.reasoning = Some(if *signed {
+                Reasoning::Signed
+            } else {
+                Reasoning::Plain
+            });
         }
         _ => {}
     }

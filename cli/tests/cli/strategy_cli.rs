@@ -1,0 +1,344 @@
+//! `cutpoint compact --strategy ...` end to end: every strategy and the pipeline on
+//! records JSONL and on real transcripts, the output read back clean by `check`, exit 3
+//! (and nothing on stdout) when the budget cannot be met, the `--report` JSON lines,
+//! and `clear_at_least` all or nothing.
+
+use crate::common;
+
+use common::{cutpoint, root, text};
+
+/// A session of three turns: a large result, thinking, and a call in the last one.
+const LOG: &str = r#"{"kind":"user","tokens":1000}
+{"kind":"assistant","tokens":300,"reasoning":"signed"}
+{"kind":"tool_use","call_id":"a","tokens":20,"bound":true,"name":"bash","arguments":{"command":"pytest -x"}}
+{"kind":"tool_result","call_id":"a","tokens":3000,"status":"error","content":"3 failed\nmore"}
+{"kind":"assistant","tokens":40}
+{"kind":"user","tokens":80}
+{"kind":"assistant","tokens":200,"reasoning":"plain"}
+{"kind":"tool_use","call_id":"b","tokens":20,"bound":true,"name":"grep","arguments":{"pattern":"TODO"}}
+{"kind":"tool_result","call_id":"b","tokens":2000,"status":"ok","content":"src/a.rs:1: TODO"}
+{"kind":"assistant","tokens":40}
+{"kind":"user","tokens":60}
+{"kind":"assistant","tokens":100,"reasoning":"signed"}
+{"kind":"tool_use","call_id":"c","tokens":20,"bound":true,"name":"bash","arguments":{"command":"cargo test"}}
+{"kind":"tool_result","call_id":"c","tokens":500,"status":"ok","content":"ok"}
+"#;
+
+fn check_clean(log: &str, format: &str) {
+    let out = cutpoint(
+        &["check", "--allow-pending", "--format", format, "-"],
+        log.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}{log}", text(&out.stdout));
+}
+
+#[test]
+fn every_strategy_prints_a_log_that_check_reads_back_clean() {
+    for strategy in [
+        "clear",
+        "clear-thinking",
+        "digest",
+        "summarize",
+        "slide",
+        "truncate",
+    ] {
+        let out = cutpoint(
+            &[
+                "compact",
+                "--strategy",
+                strategy,
+                "--keep-head",
+                "1",
+                "--keep-tool-uses",
+                "1",
+                "-",
+            ],
+            LOG.as_bytes(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{strategy}: {}",
+            text(&out.stderr)
+        );
+        let log = text(&out.stdout);
+        assert!(
+            log.lines().count() > usize::from(strategy != "truncate"),
+            "{strategy}: {log}"
+        );
+        check_clean(&log, "records");
+        // Every call id is still there, unless truncate named it.
+        for id in ["\"a\"", "\"b\"", "\"c\""] {
+            assert!(
+                log.contains(id) || strategy == "truncate",
+                "{strategy}: {id} vanished: {log}"
+            );
+        }
+    }
+}
+
+#[test]
+fn clear_replaces_old_results_keeps_the_last_and_excluded_tools() {
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "clear",
+            "--keep-tool-uses",
+            "1",
+            "--exclude-tools",
+            "grep",
+            "--clear-tool-inputs",
+            "--report",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = text(&out.stdout);
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines[3].contains(r#""content":"[tool result cleared to save context]""#),
+        "{}",
+        lines[3]
+    );
+    assert!(lines[2].contains(r#""arguments":{}"#), "{}", lines[2]);
+    assert_eq!(lines[8], LOG.lines().nth(8).unwrap(), "grep is excluded");
+    assert_eq!(
+        lines[13],
+        LOG.lines().nth(13).unwrap(),
+        "the last tool use is kept"
+    );
+    let report: Vec<serde_json::Value> = text(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON lines"))
+        .collect();
+    assert_eq!(report[0]["strategy"], "clear");
+    assert_eq!(report[0]["outcome"], "ran");
+    assert_eq!(report[0]["cleared_results"], 1);
+    assert_eq!(report[0]["left_alone"]["excluded-tool"], 1);
+    assert_eq!(report[1]["met_budget"], true);
+}
+
+#[test]
+fn an_unmet_clear_at_least_changes_nothing() {
+    let canonical: String = {
+        // The log as cutpoint writes it: compacting nothing prints the same bytes.
+        let out = cutpoint(
+            &[
+                "compact",
+                "--strategy",
+                "truncate",
+                "--keep-head",
+                "99",
+                "-",
+            ],
+            LOG.as_bytes(),
+        );
+        text(&out.stdout)
+    };
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "clear",
+            "--keep-tool-uses",
+            "0",
+            "--clear-at-least",
+            "999999",
+            "--report",
+            "-",
+        ],
+        canonical.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), canonical, "byte-identical");
+    assert!(
+        text(&out.stderr).contains(r#""reason":"below-clear-at-least""#),
+        "{}",
+        text(&out.stderr)
+    );
+    // With a budget the clear cannot meet: exit 3, nothing on stdout.
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "clear",
+            "--keep-tool-uses",
+            "0",
+            "--clear-at-least",
+            "999999",
+            "--budget",
+            "100",
+            "-",
+        ],
+        canonical.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(text(&out.stdout), "");
+    assert!(
+        text(&out.stderr).contains("clear_at_least"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn over_budget_exits_three_and_names_what_blocks() {
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "digest",
+            "--budget",
+            "10",
+            "--keep-head",
+            "1",
+            "--report",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
+    let err = text(&out.stderr);
+    assert!(err.contains(r#""met_budget":false"#), "{err}");
+    assert!(err.contains("over budget"), "{err}");
+    // Within budget: exit 0.
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "pipeline",
+            "--preset",
+            "aggressive",
+            "--context-window",
+            "9000",
+            "--max-output",
+            "4000",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    check_clean(&text(&out.stdout), "records");
+}
+
+#[test]
+fn bad_flag_combinations_are_refused() {
+    let out = cutpoint(
+        &["compact", "--strategy", "clear", "--target", "5", "-"],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = cutpoint(&["compact", "--strategy", "squash", "-"], LOG.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown strategy"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cutpoint(&["compact", "--strategy", "pipeline", "-"], LOG.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    let out = cutpoint(&["compact", "--budget", "5", "-"], LOG.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "--budget needs --strategy");
+}
+
+#[test]
+fn real_transcripts_come_back_in_their_format_and_check_clean() {
+    for (file, format) in [
+        (
+            "claude-code__claude-reliability__python-to-rust-port.jsonl",
+            "claude-code",
+        ),
+        (
+            "codex__localpush__rollout-12-41-04-parallel7.jsonl",
+            "codex",
+        ),
+        (
+            "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
+            "openai-chat",
+        ),
+    ] {
+        let path = root(&format!("tests/fixtures/transcripts/{file}"));
+        let input = std::fs::read_to_string(&path).unwrap();
+        for strategy in ["clear", "digest", "summarize", "pipeline"] {
+            let out = cutpoint(
+                &[
+                    "compact",
+                    "--strategy",
+                    strategy,
+                    "--keep-head",
+                    "1",
+                    "--budget",
+                    "100000000",
+                    "--preset",
+                    "aggressive",
+                    path.to_str().unwrap(),
+                ],
+                b"",
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{file} {strategy}: {}",
+                text(&out.stderr)
+            );
+            let log = text(&out.stdout);
+            if strategy == "pipeline" {
+                assert_eq!(log, input, "{file}: within budget, nothing changes");
+            }
+            check_clean(&log, format);
+        }
+        let out = cutpoint(
+            &[
+                "compact",
+                "--strategy",
+                "digest",
+                "--keep-head",
+                "1",
+                path.to_str().unwrap(),
+            ],
+            b"",
+        );
+        assert!(
+            text(&out.stdout).len() < input.len(),
+            "{file}: a digest is smaller"
+        );
+    }
+}
+
+#[test]
+fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "summarize",
+            "--keep-head",
+            "1",
+            "--keep-turns",
+            "1",
+            "--summary",
+            "ran the tests twice",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = text(&out.stdout);
+    let summary = log.lines().nth(1).expect("a summary line");
+    assert!(
+        summary.contains(r#""text":"ran the tests twice""#),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(r#""call_id":"a""#) && summary.contains(r#""call_id":"b""#),
+        "{summary}"
+    );
+    assert!(
+        log.contains(r#""call_id":"c""#),
+        "the last turn is kept: {log}"
+    );
+    check_clean(&log, "records");
+}

@@ -1,0 +1,118 @@
+//! `clear-thinking`: thinking of finished turns goes (Anthropic's
+//! `clear_thinking`), never the current turn's.
+
+use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Skip, StepReport};
+use crate::compact::{Log, Rewrite};
+
+/// Clears thinking / reasoning records ([`Entry::reasoning`](crate::compact::Entry::reasoning))
+/// of finished user turns, in place, oldest first, until the goal's target is met: a
+/// cleared record counts 0 tokens (a provider rewrite drops the block).
+///
+/// Never touched, whatever the settings (the rule of `docs/providers.md`: "thinking
+/// blocks in the latest assistant message cannot be modified", Gemini's signatures of
+/// the current turn): the current user turn, hence the latest assistant message and
+/// every signature-bearing part of the current turn. The last
+/// [`keep_turns`](ClearThinking::keep_turns) turns (at least 1, the current one) keep
+/// their thinking (which keeps prompt-cache hits). A log with no user turn is all
+/// current turn.
+///
+/// **O(r + e)** for the `r` records after the pinned head (one pass, which also counts
+/// what the current turn keeps), plus the tracker's in-place edit of the `e` records
+/// cleared. Cleared thinking counts 0 tokens, so clearing again
+/// changes nothing.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct ClearThinking {
+    /// The most recent user turns whose thinking is kept (at least 1). Default 1.
+    pub keep_turns: usize,
+}
+
+impl Default for ClearThinking {
+    fn default() -> Self {
+        ClearThinking { keep_turns: 1 }
+    }
+}
+
+impl ClearThinking {
+    /// Keeps the thinking of the last `turns` turns (at least 1). **O(1)**.
+    #[must_use]
+    pub fn keep_turns(mut self, turns: usize) -> Self {
+        self.keep_turns = turns;
+        self
+    }
+
+    /// Runs the strategy (see the type docs for what and the cost).
+    ///
+    /// # Errors
+    /// [`NoProgress`] when no finished turn holds thinking ([`Blocked::NothingEligible`],
+    /// or [`Blocked::Floors`] when the floors protect it). The log is then unchanged.
+    pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
+        let mut report = StepReport::new(Kind::ClearThinking, log);
+        let total = log.tracker().total_tokens();
+        if goal.reached(total) {
+            return Ok(report.finish(log, goal));
+        }
+        let len = log.len();
+        // The current turn (and the kept ones) start here; no turn at all: all current.
+        let kept_from = log.turn_start_from_end(self.keep_turns.max(1)).unwrap_or(0);
+        let recent = goal.floors.recent_from(log);
+        let head = goal.floors.keep_head.min(len);
+        let mut left = LeftAlone::default();
+        let mut rewrites = Vec::new();
+        let mut reclaimed = 0;
+        let mut protected = 0;
+        for (i, entry) in log.entries().iter().enumerate().skip(head) {
+            let Some(signed) = entry.reasoning() else {
+                continue;
+            };
+            let tokens = entry.record.tokens();
+            if tokens == 0 {
+                continue;
+            }
+            if i >= kept_from {
+                left.add(Skip::CurrentTurn, 1);
+                continue;
+            }
+            if i >= recent {
+                left.add(Skip::Floor, 1);
+                protected += 1;
+                continue;
+            }
+            if goal.reached(total - reclaimed) {
+                left.add(Skip::TargetMet, 1);
+                continue;
+            }
+            reclaimed += tokens;
+            report.edits.push(Edit::ClearedThinking { at: i });
+            rewrites.push(Rewrite {
+                at: i,
+                tokens: 0,
+                payload: crate::compact::Payload::Reasoning { signed },
+            });
+        }
+        if rewrites.is_empty() {
+            let reason = if protected > 0 {
+                Blocked::Floors {
+                    protected_from: recent,
+                }
+            } else {
+                Blocked::NothingEligible
+            };
+            return Err(NoProgress::new(Kind::ClearThinking, reason, log, left));
+        }
+        report.cleared_thinking = rewrites.len();
+        // In range, increasing, a reasoning payload on assistant records, the total
+        // only shrinks: the edit cannot be refused.
+        if let Err(e) = log.rewrite_entries(rewrites) {
+            debug_assert!(false, "clear-thinking's edits are valid: {e}");
+            return Err(NoProgress::new(
+                Kind::ClearThinking,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        }
+        report.left_alone = left;
+        Ok(report.finish(log, goal))
+    }
+}

@@ -1,0 +1,182 @@
+//! `slide`: a sliding window over whole user turns (the Agent Framework's and ADK's
+//! sliding window), the calls of the dropped turns kept in a ledger.
+
+use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
+
+/// Drops whole oldest user turns, as few as bring the log down to the goal's target
+/// (all it may without one), always keeping at least
+/// [`keep_turns`](Slide::keep_turns) turns. The region runs from the first legal cut
+/// at or after the pinned head to the start of a user turn, so the retained log goes
+/// on with a user message. Its calls are not lost: when it holds any, it becomes a
+/// ledger (a summary record with no prose listing every pair, earlier summaries
+/// folded in); when it holds none, it is removed.
+///
+/// **O(log n + t + r)** for `t` turn starts and `r` records up to the turn chosen (the
+/// turn starts come from the log's shape, each region's size from the prefix sums),
+/// plus the region replacement.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Slide {
+    /// The most recent user turns always kept. Default 1.
+    pub keep_turns: usize,
+}
+
+impl Default for Slide {
+    fn default() -> Self {
+        Slide { keep_turns: 1 }
+    }
+}
+
+impl Slide {
+    /// Keeps at least the last `turns` turns. **O(1)**.
+    #[must_use]
+    pub fn keep_turns(mut self, turns: usize) -> Self {
+        self.keep_turns = turns;
+        self
+    }
+
+    /// Runs the strategy (see the type docs for what and the cost).
+    ///
+    /// # Errors
+    /// [`NoProgress`] when no whole turn can go (floors, `keep_turns`, calls in
+    /// flight, nothing after the head). The log is then unchanged.
+    pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
+        let mut report = StepReport::new(Kind::Slide, log);
+        let total = log.tracker().total_tokens();
+        if goal.reached(total) {
+            return Ok(report.finish(log, goal));
+        }
+        let span = Regions::of(log, &goal.floors, Kind::Slide)?;
+        let mut left = LeftAlone::default();
+        // The latest turn start a region may end at: keep `keep_turns` turns.
+        let keep_from = match self.keep_turns {
+            0 => log.len(),
+            k => log.turn_start_from_end(k).unwrap_or(0),
+        };
+        left.add(Skip::KeptRecent, self.keep_turns.min(log.turn_count()));
+        let t = log.tracker();
+        let last = keep_from.min(span.end);
+        let candidates: Vec<usize> = log
+            .turn_starts_in(span.head + 1, last + 1)
+            .filter(|&c| t.is_legal_cut(c))
+            .collect();
+        let Some(&furthest) = candidates.last() else {
+            let reason = if keep_from < span.end || log.turn_count() <= self.keep_turns {
+                left.add(Skip::Floor, 1);
+                Blocked::Floors {
+                    protected_from: keep_from.min(span.recent),
+                }
+            } else {
+                Blocked::NothingEligible
+            };
+            return Err(NoProgress::new(Kind::Slide, reason, log, left));
+        };
+        // The ledger of the whole stretch once; each candidate's ledger is a prefix
+        // of it (units come in atom order, atoms in log order).
+        let Ok(plan) = log.plan_region(span.head..furthest, ArgumentPolicy::Verbatim) else {
+            return Err(NoProgress::new(
+                Kind::Slide,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        };
+        let base = t.tokens_before(span.head).unwrap_or(0);
+        let mut chosen = furthest;
+        if let Some(target) = goal.target_tokens {
+            let units = log.units(&plan);
+            // Units before each position: atoms sorted by position, one unit per pair,
+            // a folded summary's units at its position.
+            let mut firsts: Vec<usize> = Vec::with_capacity(units.len());
+            for atom in &plan.atoms {
+                match atom {
+                    crate::compact::Atom::Pair {
+                        use_at, result_at, ..
+                    } => firsts.push(*use_at.max(result_at)),
+                    crate::compact::Atom::Summary { at, covered } => {
+                        firsts.extend(std::iter::repeat_n(*at, covered.len()));
+                    }
+                    _ => {}
+                }
+            }
+            for &c in &candidates {
+                let k = firsts.partition_point(|&p| p < c).min(units.len());
+                let ledger = if k == 0 {
+                    0
+                } else {
+                    estimate_summary_tokens(None, &units[..k])
+                };
+                let dropped = t.tokens_before(c).unwrap_or(0) - base;
+                if total - dropped + ledger <= target {
+                    chosen = c;
+                    break;
+                }
+            }
+        }
+        left.add(
+            Skip::TargetMet,
+            candidates.iter().filter(|&&c| c > chosen).count(),
+        );
+        let plan = if chosen == furthest {
+            plan
+        } else {
+            match log.plan_region(span.head..chosen, ArgumentPolicy::Verbatim) {
+                Ok(plan) => plan,
+                Err(_) => {
+                    return Err(NoProgress::new(
+                        Kind::Slide,
+                        Blocked::NothingEligible,
+                        log,
+                        left,
+                    ));
+                }
+            }
+        };
+        let units = log.units(&plan);
+        let outcome = if units.is_empty() {
+            report.edits.push(Edit::Removed {
+                start: span.head,
+                end: chosen,
+            });
+            Outcome::Removed
+        } else {
+            report.summaries = 1;
+            report.summarized_calls = units.len();
+            report.edits.push(Edit::Replaced {
+                start: span.head,
+                end: chosen,
+            });
+            Outcome::Summary {
+                text: None,
+                tokens: estimate_summary_tokens(None, &units),
+            }
+        };
+        if let Outcome::Summary { tokens, .. } = &outcome {
+            if *tokens >= plan.region_tokens {
+                return Err(NoProgress::new(
+                    Kind::Slide,
+                    Blocked::NotSmaller {
+                        before: total,
+                        after: total - plan.region_tokens + tokens,
+                    },
+                    log,
+                    left,
+                ));
+            }
+        }
+        report.dropped_turns = log.turn_starts_in(span.head, chosen).count();
+        // A fresh plan between legal cuts that shrinks the log: cannot be refused.
+        if let Err(e) = log.apply_many(vec![(&plan, outcome)]) {
+            debug_assert!(false, "slide's region is valid: {e}");
+            return Err(NoProgress::new(
+                Kind::Slide,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        }
+        report.left_alone = left;
+        Ok(report.finish(log, goal))
+    }
+}

@@ -1,0 +1,107 @@
+//! `truncate`: the last resort. The oldest region goes, with no summary, and every
+//! call id it held is named in the report.
+
+use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use crate::compact::{ArgumentPolicy, Log, Outcome};
+use crate::{CallId, RecordKind};
+
+/// Drops the oldest region, from the first legal cut at or after the pinned head to
+/// the nearest legal cut that brings the log down to the goal's target (all the way
+/// to the floors without a target, or when the target is out of reach), with no
+/// summary: what nothing else could keep. Every call id the region held (its calls
+/// and the calls its summaries cover) is named in
+/// [`StepReport::dropped_calls`]; pairs go whole, so pairing stays intact for what is
+/// left. With no pinned head the region ends where a user message starts (or at the
+/// end), so the retained log starts with one.
+///
+/// **O(log n + r)** for a region of `r` records (a forward search of the prefix
+/// sums, then the region read once for its ids), plus the region replacement.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct Truncate {}
+
+impl Truncate {
+    /// Runs the strategy (see the type docs for what and the cost).
+    ///
+    /// # Errors
+    /// [`NoProgress`] when no region lies between the pinned head and the floors
+    /// (floors, calls in flight, nothing after the head). The log is then unchanged.
+    pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
+        let mut report = StepReport::new(Kind::Truncate, log);
+        let total = log.tracker().total_tokens();
+        if goal.reached(total) {
+            return Ok(report.finish(log, goal));
+        }
+        let span = Regions::of(log, &goal.floors, Kind::Truncate)?;
+        let t = log.tracker();
+        let len = log.len();
+        let starts_user = |c: usize| {
+            span.head > 0
+                || c == len
+                || log
+                    .entries()
+                    .get(c)
+                    .is_some_and(|e| matches!(e.record.kind(), RecordKind::User))
+        };
+        let base = t.tokens_before(span.head).unwrap_or(0);
+        let mut end = match goal.target_tokens {
+            Some(target) => t
+                .select_legal_cut_forward(base + (total - target), u64::MAX)
+                .map_or(span.end, |c| c.clamp(span.head, span.end)),
+            None => span.end,
+        };
+        while end < span.end && !starts_user(end) {
+            end = t
+                .legal_cut_at_or_after(end + 1)
+                .map_or(span.end, |c| c.min(span.end));
+        }
+        if !starts_user(end) {
+            // Walk back to a user message start.
+            let mut c = end;
+            while c > span.head && !(starts_user(c) && t.is_legal_cut(c)) {
+                c -= 1;
+            }
+            end = c;
+        }
+        let mut left = LeftAlone::default();
+        if end <= span.head {
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        }
+        left.add(Skip::TargetMet, usize::from(end < span.end));
+        let Ok(plan) = log.plan_region(span.head..end, ArgumentPolicy::Verbatim) else {
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        };
+        // The calls of the region (pairs are whole inside it) and those its summaries
+        // cover. Results without their call in the region (orphans, repeats) go too,
+        // but name no call.
+        let ids: Vec<CallId> = plan.covered().cloned().collect();
+        report.dropped_turns = log.turn_starts_in(span.head, end).count();
+        report.dropped_calls = ids;
+        report.edits.push(Edit::Removed {
+            start: span.head,
+            end,
+        });
+        // A fresh plan between legal cuts: cannot be refused.
+        if let Err(e) = log.apply_many(vec![(&plan, Outcome::Removed)]) {
+            debug_assert!(false, "truncate's region is valid: {e}");
+            return Err(NoProgress::new(
+                Kind::Truncate,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        }
+        report.left_alone = left;
+        Ok(report.finish(log, goal))
+    }
+}

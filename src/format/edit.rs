@@ -1,0 +1,862 @@
+//! Writing the compaction strategies' edits back into a transcript in its own format:
+//! results cleared, inputs cleared, thinking dropped, runs of messages replaced by a
+//! digest or summary message, or dropped. Every message nothing touched is copied
+//! byte for byte; an edited one changes only the values edited (a block's content, a
+//! call's arguments) or loses a block; a summary message is written in the provider's
+//! shape by [`rewrite::summary_message`], its text by
+//! the one ledger renderer ([`summary_text`]).
+//!
+//! ```text
+//!   Transcript ──log_of──▶ TranscriptLog { Log, record → message/block } ──strategies──▶
+//!       StepReports (their Edits) + the Log after ──write──▶ the transcript, edited
+//! ```
+//!
+//! Positions: the strategies' [`Edit`]s name records of the log as it was before each
+//! step; [`write()`] replays them on a map from the log's records to the transcript's
+//! messages and blocks ([`Transcript::records`]'s owner map), so every edit lands on
+//! the block it was made on. Regions always start and end at message boundaries (legal
+//! cuts), so a message is kept, summarized or dropped whole. Formats: Anthropic
+//! Messages, OpenAI Chat, OpenAI Responses, Gemini, Claude Code (whose records chain
+//! by `parentUuid`: a dropped line's children are re-linked to the line before it, a
+//! summary line gets a `uuid` of its own) and Codex. Records JSONL is written from the
+//! log itself ([`records::write_entry`](super::records::write_entry)).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::json_doc::{lines, span_of};
+use super::{Block, Format, Role, Transcript, rewrite};
+use crate::AppendError;
+use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport};
+use crate::compact::{Entry, Fnv1a, Log, Payload, summary_text};
+
+/// A transcript's live history as a compaction [`Log`], with where each record came
+/// from.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TranscriptLog {
+    /// The log: one entry per block of the live history, with the payload facts a
+    /// strategy needs (tool names and arguments, first lines of results, thinking).
+    pub log: Log,
+    /// The message of each record.
+    pub owner: Vec<usize>,
+    /// The block of each record within its message.
+    pub block: Vec<usize>,
+    /// Records to pin at the front: the message that opens the live history after a
+    /// compaction boundary (a Codex `compacted` item, Claude Code's summary), which a
+    /// strategy must not edit or summarize away.
+    pub pinned: usize,
+}
+
+/// Why an edited transcript could not be written.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditError {
+    /// The tracker refused the transcript's records.
+    #[error(transparent)]
+    Tracker(#[from] AppendError),
+    /// The edits do not fit the transcript (they were made on another log).
+    #[error("the edits do not fit this transcript: {0}")]
+    Mismatch(String),
+    /// A message could not be re-read to edit it.
+    #[error("message {message}: {detail}")]
+    Message {
+        /// The message.
+        message: usize,
+        /// What went wrong.
+        detail: String,
+    },
+    /// Records JSONL is written from the log, not edited as a transcript.
+    #[error("{0} transcripts are written from the log, not edited")]
+    Unsupported(Format),
+}
+
+/// The log of `t`'s live history, each record with its payload: calls with their
+/// tool name and arguments, results with their first line, thinking and reasoning as
+/// [`Payload::Reasoning`] (signed: providers sign it, or bind it to what follows).
+/// **O(records)**.
+///
+/// # Errors
+/// The tracker's [`AppendError`] (a log too long or too large).
+pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
+    let from = t.live_from();
+    let (records, owner) = t.records(from);
+    let mut block = Vec::with_capacity(records.len());
+    let mut log = Log::new();
+    let mut at = 0;
+    for (m, message) in t.messages.iter().enumerate().skip(from) {
+        for (k, (b, _)) in message.blocks.iter().enumerate() {
+            let Some(record) = records.get(at) else {
+                return Err(EditError::Mismatch(format!(
+                    "message {m} has more blocks than records"
+                )));
+            };
+            let editable = message.role != Role::Compacted;
+            let payload = match b {
+                Block::Call {
+                    name, arguments, ..
+                } if editable => Payload::Call {
+                    name: (!name.is_empty()).then(|| name.clone()),
+                    arguments: Some(arguments.clone()),
+                },
+                Block::Result { first_line, .. } if editable => Payload::Result {
+                    status: None,
+                    content: Some(first_line.clone()),
+                },
+                Block::Reasoning
+                    if editable && matches!(record.kind(), crate::RecordKind::Assistant) =>
+                {
+                    Payload::Reasoning { signed: true }
+                }
+                _ => Payload::None,
+            };
+            log.append(Entry::new(record.clone(), payload))?;
+            block.push(k);
+            at += 1;
+        }
+    }
+    let pinned = match t.messages.get(from) {
+        Some(first) if first.starts_history || first.role == Role::Compacted => {
+            owner.iter().take_while(|&&m| m == from).count()
+        }
+        _ => 0,
+    };
+    Ok(TranscriptLog {
+        log,
+        owner,
+        block,
+        pinned,
+    })
+}
+
+/// What happens to one block of a kept message.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum BlockEdit {
+    ClearResult,
+    ClearInput,
+    DropThinking,
+}
+
+/// What became of an original record.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fate {
+    Kept,
+    /// In the region of summary `k`.
+    Summarized(usize),
+    Removed,
+}
+
+/// Where a record of the current log came from.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    Record(usize),
+    Summary(usize),
+}
+
+/// The steps replayed on the original records.
+struct Replay {
+    fate: Vec<Fate>,
+    edits: Vec<Option<BlockEdit>>,
+    /// Per summary: its position in the log after all steps (if it survived).
+    summary_at: Vec<Option<usize>>,
+}
+
+fn replay(n: usize, steps: &[&StepReport], after: &Log) -> Result<Replay, EditError> {
+    let mut origin: Vec<Origin> = (0..n).map(Origin::Record).collect();
+    let mut fate = vec![Fate::Kept; n];
+    let mut edits: Vec<Option<BlockEdit>> = vec![None; n];
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    let mismatch = |what: String| EditError::Mismatch(what);
+    for step in steps {
+        let mut regions: Vec<(usize, usize, bool)> = Vec::new();
+        for e in &step.edits {
+            let (at, how) = match e {
+                Edit::ClearedResult { at } => (*at, BlockEdit::ClearResult),
+                Edit::ClearedInput { at } => (*at, BlockEdit::ClearInput),
+                Edit::ClearedThinking { at } => (*at, BlockEdit::DropThinking),
+                Edit::Replaced { start, end } => {
+                    regions.push((*start, *end, true));
+                    continue;
+                }
+                Edit::Removed { start, end } => {
+                    regions.push((*start, *end, false));
+                    continue;
+                }
+            };
+            match origin.get(at) {
+                Some(Origin::Record(i)) => edits[*i] = Some(how),
+                _ => {
+                    return Err(mismatch(format!(
+                        "{e:?} does not name a record of the transcript"
+                    )));
+                }
+            }
+        }
+        regions.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+        for (start, end, summary) in regions {
+            if start >= end || end > origin.len() {
+                return Err(mismatch(format!(
+                    "region {start}..{end} of {}",
+                    origin.len()
+                )));
+            }
+            let first = |o: &Origin| match o {
+                Origin::Record(i) => *i,
+                Origin::Summary(k) => ranges[*k].start,
+            };
+            let last = |o: &Origin| match o {
+                Origin::Record(i) => *i + 1,
+                Origin::Summary(k) => ranges[*k].end,
+            };
+            let covered = first(&origin[start])..last(&origin[end - 1]);
+            let k = ranges.len();
+            for f in &mut fate[covered.clone()] {
+                if *f != Fate::Removed {
+                    *f = if summary {
+                        Fate::Summarized(k)
+                    } else {
+                        Fate::Removed
+                    };
+                }
+            }
+            ranges.push(covered);
+            origin.splice(start..end, summary.then_some(Origin::Summary(k)));
+        }
+    }
+    if origin.len() != after.len() {
+        return Err(mismatch(format!(
+            "the steps leave {} records, the log holds {}",
+            origin.len(),
+            after.len()
+        )));
+    }
+    let mut summary_at = vec![None; ranges.len()];
+    for (pos, o) in origin.iter().enumerate() {
+        if let Origin::Summary(k) = o {
+            summary_at[*k] = Some(pos);
+        }
+    }
+    Ok(Replay {
+        fate,
+        edits,
+        summary_at,
+    })
+}
+
+/// Writes `t` (read from `input`) with the edits of `steps` (in the order they ran on
+/// `built.log`; `after` is the log they left), in `t`'s own format: untouched messages
+/// byte for byte, edited ones with only their edited values changed, each summarized
+/// run of messages as one summary message where it started, dropped runs gone. For
+/// JSONL formats, lines that are not messages are kept, except those inside a run
+/// that was summarized or dropped. **O(len + edits)**.
+///
+/// # Errors
+/// [`EditError`] when the edits do not fit `t` (made on another log), a message
+/// cannot be re-read, or `t` is records JSONL.
+pub fn write(
+    t: &Transcript,
+    input: &str,
+    built: &TranscriptLog,
+    steps: &[&StepReport],
+    after: &Log,
+) -> Result<String, EditError> {
+    if t.format == Format::Records {
+        return Err(EditError::Unsupported(t.format));
+    }
+    let n = built.owner.len();
+    let replay = replay(n, steps, after)?;
+    let from = t.live_from();
+    // Per live message: its records.
+    let mut records_of: Vec<Range<usize>> = vec![0..0; t.messages.len()];
+    for (r, &m) in built.owner.iter().enumerate() {
+        if records_of[m].is_empty() {
+            records_of[m] = r..r + 1;
+        } else {
+            records_of[m].end = r + 1;
+        }
+    }
+    let mut plans: Vec<MessagePlan> = Vec::with_capacity(t.messages.len());
+    let mut first_of_summary: Vec<bool> = vec![true; replay.summary_at.len()];
+    for (m, records) in records_of.iter().enumerate() {
+        if m < from || records.is_empty() {
+            plans.push(MessagePlan::Keep(BTreeMap::new()));
+            continue;
+        }
+        let fate = replay.fate[records.start];
+        if records.clone().any(|r| replay.fate[r] != fate) {
+            return Err(EditError::Mismatch(format!(
+                "message {m} is cut through by a region"
+            )));
+        }
+        plans.push(match fate {
+            Fate::Kept => MessagePlan::Keep(
+                records
+                    .clone()
+                    .filter_map(|r| replay.edits[r].map(|e| (built.block[r], e)))
+                    .collect(),
+            ),
+            Fate::Removed => MessagePlan::Drop,
+            Fate::Summarized(k) => {
+                let first = std::mem::replace(&mut first_of_summary[k], false);
+                match (first, replay.summary_at[k]) {
+                    (true, Some(at)) => MessagePlan::Summary(summary_of(after.entries().get(at))?),
+                    _ => MessagePlan::Drop,
+                }
+            }
+        });
+    }
+    if t.array_span.is_some() {
+        write_document(t, input, &plans)
+    } else {
+        write_lines(t, input, &plans)
+    }
+}
+
+/// The text and tokens of the summary entry `entry`.
+fn summary_of(entry: Option<&Entry>) -> Result<(String, u64), EditError> {
+    match entry.map(|e| (&e.payload, e.record.tokens())) {
+        Some((Payload::Summary { text, units }, tokens)) => {
+            Ok((summary_text(text.as_deref().unwrap_or(""), units), tokens))
+        }
+        _ => Err(EditError::Mismatch(
+            "a summarized region has no summary record in the log".to_owned(),
+        )),
+    }
+}
+
+/// What to write for one message.
+enum MessagePlan {
+    /// Keep it, with these block edits (by block index).
+    Keep(BTreeMap<usize, BlockEdit>),
+    /// Write a summary message (text, tokens) in its place.
+    Summary((String, u64)),
+    /// Drop it.
+    Drop,
+}
+
+fn placeholder() -> String {
+    serde_json::to_string(CLEARED_RESULT_TEXT).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// One JSON document: every byte kept but the elements edited, replaced or dropped
+/// (a dropped element takes the separator before it along).
+fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<String, EditError> {
+    let spans: Vec<Range<usize>> = t
+        .messages
+        .iter()
+        .map(|m| m.spans.first().cloned().unwrap_or(0..0))
+        .collect();
+    let mut new: Vec<Option<Option<String>>> = Vec::with_capacity(plans.len());
+    for (m, (message, plan)) in t.messages.iter().zip(plans).enumerate() {
+        let text = input
+            .get(spans[m].clone())
+            .ok_or_else(|| EditError::Message {
+                message: m,
+                detail: "its bytes are not in the input".to_owned(),
+            })?;
+        // None: unchanged; Some(None): dropped; Some(Some(text)): rewritten.
+        new.push(match plan {
+            MessagePlan::Drop => Some(None),
+            MessagePlan::Summary((summary, tokens)) => {
+                Some(Some(rewrite::summary_message(t.format, summary, *tokens)))
+            }
+            MessagePlan::Keep(edits) if edits.is_empty() => None,
+            MessagePlan::Keep(edits) => Some(
+                edit_message(t.format, message, text, edits)
+                    .map_err(|detail| EditError::Message { message: m, detail })?,
+            ),
+        });
+    }
+    let first_kept = new.iter().position(|n| !matches!(n, Some(None)));
+    let mut splices = Vec::new();
+    for (m, change) in new.into_iter().enumerate() {
+        match change {
+            None => {}
+            Some(Some(text)) => splices.push((spans[m].clone(), text)),
+            Some(None) => match first_kept {
+                // Dropped before the first kept element: up to where it starts.
+                Some(f) if m < f => {
+                    if m == 0 {
+                        splices.push((spans[0].start..spans[f].start, String::new()));
+                    }
+                }
+                Some(_) => splices.push((spans[m - 1].end..spans[m].end, String::new())),
+                None => {
+                    if m == 0 {
+                        let last = spans.len() - 1;
+                        splices.push((spans[0].start..spans[last].end, String::new()));
+                    }
+                }
+            },
+        }
+    }
+    Ok(splice(input, splices))
+}
+
+/// Edits one element of a JSON-document format; `None` when no block is left.
+fn edit_message(
+    format: Format,
+    message: &super::Message,
+    text: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+) -> Result<Option<String>, String> {
+    match format {
+        Format::AnthropicMessages => edit_content(text, "content", edits, &AnthropicBlock),
+        Format::Gemini => edit_content(text, "parts", edits, &GeminiPart),
+        Format::OpenAiChat => edit_chat(message, text, edits).map(Some),
+        Format::OpenAiResponses => edit_item(text, edits),
+        other => Err(format!("{other} messages are JSON lines")),
+    }
+}
+
+/// Applies `splices` (disjoint ranges of `text`) to `text`. **O(len)**.
+fn splice(text: &str, mut splices: Splices) -> String {
+    splices.sort_unstable_by_key(|(r, _)| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, with) in splices {
+        out.push_str(&text[at..range.start]);
+        out.push_str(&with);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The byte range of field `name`'s value in the JSON object `text`, if present.
+fn field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
+    let map: HashMap<&str, &RawValue> =
+        serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+    Ok(map.get(name).map(|raw| span_of(text, raw)))
+}
+
+/// Byte ranges of a text and what replaces each.
+type Splices = Vec<(Range<usize>, String)>;
+
+/// How one block of a content array is edited.
+trait BlockShape {
+    /// Splices for `edit` of the block `text`, or `None` when the block is dropped.
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String>;
+}
+
+/// An Anthropic (and Claude Code) content block.
+struct AnthropicBlock;
+
+impl BlockShape for AnthropicBlock {
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
+        Ok(match edit {
+            BlockEdit::DropThinking => None,
+            BlockEdit::ClearResult => Some(
+                field(text, "content")?
+                    .map(|r| vec![(r, placeholder())])
+                    .unwrap_or_default(),
+            ),
+            BlockEdit::ClearInput => Some(
+                field(text, "input")?
+                    .map(|r| vec![(r, "{}".to_owned())])
+                    .unwrap_or_default(),
+            ),
+        })
+    }
+}
+
+/// A Gemini part.
+struct GeminiPart;
+
+impl BlockShape for GeminiPart {
+    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
+        let inner = |outer: &[&str], name: &str, with: String| -> Result<Splices, String> {
+            for o in outer {
+                if let Some(r) = field(text, o)? {
+                    if let Some(v) = field(&text[r.clone()], name)? {
+                        return Ok(vec![(r.start + v.start..r.start + v.end, with)]);
+                    }
+                }
+            }
+            Ok(Vec::new())
+        };
+        Ok(match edit {
+            BlockEdit::DropThinking => None,
+            BlockEdit::ClearResult => Some(inner(
+                &["functionResponse", "function_response"],
+                "response",
+                format!("{{\"result\":{}}}", placeholder()),
+            )?),
+            BlockEdit::ClearInput => Some(inner(
+                &["functionCall", "function_call"],
+                "args",
+                "{}".to_owned(),
+            )?),
+        })
+    }
+}
+
+/// Edits the blocks of the array in field `name` of object `text`; `None` when no
+/// block is left.
+fn edit_content(
+    text: &str,
+    name: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+    shape: &dyn BlockShape,
+) -> Result<Option<String>, String> {
+    let Some(content) = field(text, name)? else {
+        return Err(format!("no `{name}` to edit"));
+    };
+    let array = &text[content.clone()];
+    let elements: Vec<&RawValue> =
+        serde_json::from_str(array).map_err(|e| format!("`{name}` is not an array: {e}"))?;
+    let mut kept: Vec<String> = Vec::with_capacity(elements.len());
+    let mut dropped = false;
+    for (k, raw) in elements.iter().enumerate() {
+        let block = raw.get();
+        match edits.get(&k) {
+            None => kept.push(block.to_owned()),
+            Some(&edit) => match shape.edit(block, edit)? {
+                None => dropped = true,
+                Some(splices) => kept.push(splice(block, splices)),
+            },
+        }
+    }
+    if kept.is_empty() {
+        return Ok(None);
+    }
+    let new_array = if dropped {
+        format!("[{}]", kept.join(","))
+    } else {
+        // Same elements: splice each in place, keeping the array's own whitespace.
+        let mut splices = Vec::new();
+        for (raw, new) in elements.iter().zip(&kept) {
+            if raw.get() != new {
+                splices.push((span_of(array, raw), new.clone()));
+            }
+        }
+        splice(array, splices)
+    };
+    Ok(Some(splice(text, vec![(content, new_array)])))
+}
+
+/// An OpenAI Chat message: a tool message's `content`, or `tool_calls[j]`'s
+/// arguments (`j` counting the message's calls).
+fn edit_chat(
+    message: &super::Message,
+    text: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+) -> Result<String, String> {
+    let mut splices = Vec::new();
+    if edits.values().any(|e| *e == BlockEdit::ClearResult) {
+        if let Some(r) = field(text, "content")? {
+            splices.push((r, placeholder()));
+        }
+    }
+    let inputs: Vec<usize> = edits
+        .iter()
+        .filter(|(_, e)| **e == BlockEdit::ClearInput)
+        .map(|(k, _)| {
+            message.blocks[..*k]
+                .iter()
+                .filter(|(b, _)| matches!(b, Block::Call { .. }))
+                .count()
+        })
+        .collect();
+    if !inputs.is_empty() {
+        let Some(calls) = field(text, "tool_calls")? else {
+            return Err("no `tool_calls` to edit".to_owned());
+        };
+        let list: Vec<&RawValue> =
+            serde_json::from_str(&text[calls.clone()]).map_err(|e| format!("tool_calls: {e}"))?;
+        for j in inputs {
+            let Some(call) = list.get(j) else {
+                return Err(format!("no tool call {j}"));
+            };
+            let call_span = span_of(text, call);
+            if let Some(f) = field(call.get(), "function")? {
+                let function = &call.get()[f.clone()];
+                if let Some(a) = field(function, "arguments")? {
+                    let at = call_span.start + f.start;
+                    splices.push((at + a.start..at + a.end, "\"{}\"".to_owned()));
+                }
+            }
+        }
+    }
+    Ok(splice(text, splices))
+}
+
+/// An OpenAI Responses item (one block); `None` when it is dropped.
+fn edit_item(text: &str, edits: &BTreeMap<usize, BlockEdit>) -> Result<Option<String>, String> {
+    let mut splices = Vec::new();
+    for edit in edits.values() {
+        match edit {
+            BlockEdit::DropThinking => return Ok(None),
+            BlockEdit::ClearResult => {
+                if let Some(r) = field(text, "output")? {
+                    splices.push((r, placeholder()));
+                }
+            }
+            BlockEdit::ClearInput => {
+                if let Some(r) = field(text, "arguments")? {
+                    splices.push((r, "\"{}\"".to_owned()));
+                } else if let Some(r) = field(text, "input")? {
+                    splices.push((r, "\"\"".to_owned()));
+                }
+            }
+        }
+    }
+    Ok(Some(splice(text, splices)))
+}
+
+/// The fields of a Claude Code line that chain it.
+#[derive(Deserialize)]
+struct Chain<'a> {
+    #[serde(default)]
+    uuid: Option<String>,
+    #[serde(rename = "parentUuid", borrow, default)]
+    parent: Option<&'a RawValue>,
+}
+
+/// A uuid-shaped id for a summary line, derived from its text and position (stable
+/// across runs).
+fn summary_uuid(text: &str, at: usize) -> String {
+    let hash = |bytes: &[u8]| {
+        let mut h = Fnv1a::new();
+        h.eat(bytes);
+        h.finish()
+    };
+    let h1 = hash(text.as_bytes()) ^ at as u64;
+    let h2 = hash(&h1.to_le_bytes());
+    let hex = format!("{h1:016x}{h2:016x}");
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
+/// A JSONL format, line by line.
+fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<String, EditError> {
+    // Which message (and which of its lines) each line belongs to.
+    let mut line_of: HashMap<usize, (usize, usize)> = HashMap::new();
+    for (m, message) in t.messages.iter().enumerate() {
+        for (j, span) in message.spans.iter().enumerate() {
+            line_of.insert(span.start, (m, j));
+        }
+    }
+    // Byte ranges of the runs that were summarized or dropped: lines inside go.
+    let mut gone: Vec<Range<usize>> = Vec::new();
+    let mut run: Option<Range<usize>> = None;
+    for (message, plan) in t.messages.iter().zip(plans) {
+        let (Some(first), Some(last)) = (message.spans.first(), message.spans.last()) else {
+            continue;
+        };
+        if matches!(plan, MessagePlan::Keep(_)) {
+            gone.extend(run.take());
+        } else {
+            run = Some(match run {
+                Some(r) => r.start..last.end.max(r.end),
+                None => first.start..last.end,
+            });
+        }
+    }
+    gone.extend(run);
+    let inside = |at: usize| gone.iter().any(|g| g.contains(&at));
+    let claude = t.format == Format::ClaudeCode;
+    let mut relink: HashMap<String, Option<String>> = HashMap::new();
+    let mut last_uuid: Option<String> = None;
+    let mut out = String::with_capacity(input.len());
+    for (_, span) in lines(input) {
+        let body = &input[span.clone()];
+        let Some(&(m, j)) = line_of.get(&span.start) else {
+            if inside(span.start) {
+                forget(claude, body, &last_uuid, &mut relink);
+            } else {
+                emit(&mut out, claude, body, &mut last_uuid, &relink);
+            }
+            continue;
+        };
+        match &plans[m] {
+            MessagePlan::Drop => forget(claude, body, &last_uuid, &mut relink),
+            MessagePlan::Summary((summary, tokens)) => {
+                if j == 0 {
+                    let line =
+                        summary_line(t.format, body, summary, *tokens, &last_uuid, span.start)
+                            .map_err(|detail| EditError::Message { message: m, detail })?;
+                    forget(claude, body, &last_uuid, &mut relink);
+                    emit(&mut out, claude, &line, &mut last_uuid, &relink);
+                    if claude {
+                        // The summary line's own uuid follows the dropped line's.
+                        if let Ok(chain) = serde_json::from_str::<Chain<'_>>(body) {
+                            if let Some(u) = chain.uuid {
+                                relink.insert(u, last_uuid.clone());
+                            }
+                        }
+                    }
+                } else {
+                    forget(claude, body, &last_uuid, &mut relink);
+                }
+            }
+            MessagePlan::Keep(edits) => {
+                let line = if edits.is_empty() {
+                    Some(body.to_owned())
+                } else {
+                    edit_line(t, input, m, j, body, edits)
+                        .map_err(|detail| EditError::Message { message: m, detail })?
+                };
+                match line {
+                    Some(line) => emit(&mut out, claude, &line, &mut last_uuid, &relink),
+                    None => forget(claude, body, &last_uuid, &mut relink),
+                }
+            }
+        }
+    }
+    if !input.ends_with('\n') && out.ends_with('\n') && !input.is_empty() {
+        out.pop();
+    }
+    Ok(out)
+}
+
+/// Writes a kept line (and its newline); a Claude Code line whose parent was dropped
+/// is re-linked to the line its parent followed, and becomes the latest line with a
+/// uuid.
+fn emit(
+    out: &mut String,
+    claude: bool,
+    line: &str,
+    last_uuid: &mut Option<String>,
+    relink: &HashMap<String, Option<String>>,
+) {
+    let mut line = std::borrow::Cow::Borrowed(line);
+    if claude {
+        if let Ok(chain) = serde_json::from_str::<Chain<'_>>(&line) {
+            let patch = chain.parent.and_then(|raw| {
+                let parent = serde_json::from_str::<Option<String>>(raw.get()).ok()??;
+                let to = relink.get(&parent)?;
+                let value = to
+                    .as_ref()
+                    .map_or_else(|| "null".to_owned(), |u| format!("{u:?}"));
+                Some((span_of(&line, raw), value))
+            });
+            if chain.uuid.is_some() {
+                last_uuid.clone_from(&chain.uuid);
+            }
+            if let Some((span, value)) = patch {
+                line = std::borrow::Cow::Owned(splice(&line, vec![(span, value)]));
+            }
+        }
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+/// A dropped Claude Code line: its children will point to the line before it.
+fn forget(
+    claude: bool,
+    line: &str,
+    last_uuid: &Option<String>,
+    relink: &mut HashMap<String, Option<String>>,
+) {
+    if !claude {
+        return;
+    }
+    if let Ok(chain) = serde_json::from_str::<Chain<'_>>(line) {
+        if let Some(u) = chain.uuid {
+            relink.insert(u, last_uuid.clone());
+        }
+    }
+}
+
+/// The summary line written in place of the line `first` (the first of its run).
+fn summary_line(
+    format: Format,
+    first: &str,
+    text: &str,
+    tokens: u64,
+    parent: &Option<String>,
+    at: usize,
+) -> Result<String, String> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&rewrite::summary_message(format, text, tokens))
+            .map_err(|e| format!("summary: {e}"))?;
+    if let serde_json::Value::Object(map) = &mut value {
+        for (k, v) in rewrite::context(format, first) {
+            map.entry(k).or_insert(v);
+        }
+        if format == Format::ClaudeCode {
+            map.insert("uuid".to_owned(), summary_uuid(text, at).into());
+            map.insert(
+                "parentUuid".to_owned(),
+                parent.clone().map_or(serde_json::Value::Null, Into::into),
+            );
+        }
+    }
+    Ok(value.to_string())
+}
+
+/// Edits line `j` of message `m` (Claude Code: the blocks on that line; Codex: the
+/// item); `None` when nothing is left on the line.
+fn edit_line(
+    t: &Transcript,
+    input: &str,
+    m: usize,
+    j: usize,
+    line: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+) -> Result<Option<String>, String> {
+    match t.format {
+        Format::CodexRollout => {
+            let Some(payload) = field(line, "payload")? else {
+                return Err("no payload".to_owned());
+            };
+            Ok(edit_item(&line[payload.clone()], edits)?
+                .map(|item| splice(line, vec![(payload, item)])))
+        }
+        Format::ClaudeCode => {
+            // Blocks are spread over the message's lines in order: find this line's.
+            let mut first_block = 0;
+            for span in &t.messages[m].spans[..j] {
+                first_block += line_blocks(input.get(span.clone()).unwrap_or(""))?;
+            }
+            let count = line_blocks(line)?;
+            let local: BTreeMap<usize, BlockEdit> = edits
+                .range(first_block..first_block + count)
+                .map(|(k, e)| (k - first_block, *e))
+                .collect();
+            if local.is_empty() {
+                return Ok(Some(line.to_owned()));
+            }
+            let Some(message) = field(line, "message")? else {
+                return Err("no message".to_owned());
+            };
+            Ok(
+                edit_content(&line[message.clone()], "content", &local, &AnthropicBlock)?
+                    .map(|msg| splice(line, vec![(message, msg)])),
+            )
+        }
+        other => Err(format!("{other} is not a JSON lines format")),
+    }
+}
+
+/// How many blocks a Claude Code line contributes (as the reader counts them: the
+/// content array's elements, or one).
+fn line_blocks(line: &str) -> Result<usize, String> {
+    if line.is_empty() {
+        return Ok(0);
+    }
+    let Some(message) = field(line, "message")? else {
+        return Ok(1);
+    };
+    let Some(content) = field(&line[message.clone()], "content")? else {
+        return Ok(1);
+    };
+    let text = &line[message][content];
+    if !text.starts_with('[') {
+        return Ok(1);
+    }
+    let elements: Vec<&RawValue> =
+        serde_json::from_str(text).map_err(|e| format!("content: {e}"))?;
+    Ok(elements.len().max(1))
+}

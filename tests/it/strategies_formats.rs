@@ -1,0 +1,417 @@
+//! The compaction strategies written back into provider formats (`format::edit`), on
+//! generated transcripts of every JSON-document format and on every real transcript
+//! in tests/fixtures/transcripts: the output reads back in its own format, breaks no
+//! provider rule the input kept, keeps every call id (as a call, or in a digest's or
+//! summary's ledger) unless `truncate` named it, and keeps every message no strategy
+//! touched byte for byte.
+
+use std::collections::BTreeSet;
+
+use cutpoint::RecordKind;
+use cutpoint::compact::pipeline::{Preset, Progress, Step};
+use cutpoint::compact::strategy::{
+    Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly, Slide, StepReport,
+    Strategy, Summarize, Truncate,
+};
+use cutpoint::format::edit::{log_of, write};
+use cutpoint::format::{self, ByteEstimate, Format, Transcript, check_rules};
+use cutpoint::testing::synth::{Rng, Session};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use serde_json::{Value, json};
+
+use crate::transcripts::{FIXTURES, read as read_fixture};
+
+/// One message of a generated conversation: who, and its blocks.
+enum Part {
+    Text(String),
+    Thinking(String),
+    Call {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    Result {
+        id: String,
+        name: String,
+        output: String,
+    },
+}
+
+/// A synth session grouped into messages (records bound together share one).
+fn conversation(seed: u64, n: usize) -> Vec<(bool, Vec<Part>)> {
+    let mut rng = Rng::new(seed ^ 0xf0f0);
+    let mut messages: Vec<(bool, Vec<Part>)> = Vec::new();
+    let mut names = std::collections::HashMap::new();
+    for r in Session::records(seed, n) {
+        let user_side = matches!(r.kind(), RecordKind::User | RecordKind::ToolResult(_));
+        let words = |k: u64| "lorem ipsum ".repeat((k / 12).max(1) as usize);
+        let part = match r.kind() {
+            RecordKind::User => Part::Text(words(r.tokens() * 4)),
+            RecordKind::Assistant if rng.chance(0.3) => Part::Thinking(words(r.tokens() * 4)),
+            RecordKind::Assistant => Part::Text(words(r.tokens() * 4)),
+            RecordKind::ToolUse(id) => {
+                let name = ["bash", "read_file", "grep"][rng.range(0, 2) as usize].to_owned();
+                names.insert(id.to_string(), name.clone());
+                Part::Call {
+                    id: id.to_string(),
+                    name,
+                    args: json!({"command": format!("run {id}"), "content": words(r.tokens() * 4)}),
+                }
+            }
+            RecordKind::ToolResult(id) => Part::Result {
+                id: id.to_string(),
+                name: names.get(id.as_str()).cloned().unwrap_or_default(),
+                output: format!("{id} done\n{}", words(r.tokens() * 4)),
+            },
+            _ => continue,
+        };
+        match messages.last_mut() {
+            Some((side, parts)) if r.is_bound_to_previous() && *side == user_side => {
+                parts.push(part)
+            }
+            _ => messages.push((user_side, vec![part])),
+        }
+    }
+    messages
+}
+
+/// The conversation as a request body of `format`.
+fn document(format: Format, conversation: &[(bool, Vec<Part>)]) -> String {
+    let mut out: Vec<Value> = Vec::new();
+    for (user, parts) in conversation {
+        match format {
+            Format::AnthropicMessages => {
+                let blocks: Vec<Value> = parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text(t) => json!({"type": "text", "text": t}),
+                        Part::Thinking(t) => {
+                            json!({"type": "thinking", "thinking": t, "signature": "sig"})
+                        }
+                        Part::Call { id, name, args } => {
+                            json!({"type": "tool_use", "id": id, "name": name, "input": args})
+                        }
+                        Part::Result { id, output, .. } => {
+                            json!({"type": "tool_result", "tool_use_id": id, "content": output})
+                        }
+                    })
+                    .collect();
+                out.push(
+                    json!({"role": if *user { "user" } else { "assistant" }, "content": blocks}),
+                );
+            }
+            Format::OpenAiChat => {
+                if *user {
+                    for p in parts {
+                        out.push(match p {
+                            Part::Result { id, output, .. } => {
+                                json!({"role": "tool", "tool_call_id": id, "content": output})
+                            }
+                            Part::Text(t) | Part::Thinking(t) => {
+                                json!({"role": "user", "content": t})
+                            }
+                            Part::Call { .. } => continue,
+                        });
+                    }
+                } else {
+                    let text: Vec<&str> = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            Part::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let calls: Vec<Value> = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            Part::Call { id, name, args } => Some(json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { text.join("\n").into() }});
+                    if !calls.is_empty() {
+                        m["tool_calls"] = calls.into();
+                    }
+                    out.push(m);
+                }
+            }
+            Format::OpenAiResponses => {
+                for (k, p) in parts.iter().enumerate() {
+                    out.push(match p {
+                        Part::Text(t) if *user => json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}),
+                        Part::Text(t) => json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}),
+                        Part::Thinking(t) => json!({"type": "reasoning", "id": format!("rs_{}_{k}", out.len()), "summary": [{"type": "summary_text", "text": t}]}),
+                        Part::Call { id, name, args } => json!({"type": "function_call", "call_id": id, "name": name, "arguments": args.to_string()}),
+                        Part::Result { id, output, .. } => json!({"type": "function_call_output", "call_id": id, "output": output}),
+                    });
+                }
+            }
+            _ => {
+                let gparts: Vec<Value> = parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text(t) => json!({"text": t}),
+                        Part::Thinking(t) => json!({"text": t, "thought": true}),
+                        Part::Call { id, name, args } => json!({"functionCall": {"name": name, "args": args, "id": id}}),
+                        Part::Result { id, name, output } => json!({"functionResponse": {"name": name, "response": {"output": output}, "id": id}}),
+                    })
+                    .collect();
+                out.push(json!({"role": if *user { "user" } else { "model" }, "parts": gparts}));
+            }
+        }
+    }
+    match format {
+        Format::Gemini => serde_json::to_string_pretty(&json!({"contents": out})).unwrap(),
+        _ => serde_json::to_string_pretty(&out).unwrap(),
+    }
+}
+
+fn strategies(rng: &mut Rng) -> Vec<Strategy> {
+    vec![
+        Strategy::Clear(
+            Clear::default()
+                .keep_tool_uses(rng.range(0, 4) as usize)
+                .clear_inputs(if rng.chance(0.5) {
+                    ClearInputs::All
+                } else {
+                    ClearInputs::None
+                }),
+        ),
+        Strategy::ClearThinking(ClearThinking::default()),
+        Strategy::Digest(Digest::default()),
+        Strategy::Summarize(Summarize::default()),
+        Strategy::Slide(Slide::default()),
+        Strategy::Truncate(Truncate::default()),
+    ]
+}
+
+fn rule_names(t: &Transcript) -> BTreeSet<&'static str> {
+    check_rules(t).iter().map(|v| v.rule.name()).collect()
+}
+
+/// Runs `steps` of strategies on `text` (read as `format`), writes the result back
+/// and checks every property; returns the output.
+fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)]) -> String {
+    let t = format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut built = log_of(&t).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut log = built.log.clone();
+    let mut reports: Vec<StepReport> = Vec::new();
+    for (strategy, goal) in plan {
+        let mut goal = *goal;
+        goal.floors.keep_head = goal.floors.keep_head.max(built.pinned);
+        if let Ok(r) = strategy.run(&mut log, &goal) {
+            reports.push(r);
+        }
+    }
+    let steps: Vec<&StepReport> = reports.iter().collect();
+    let out = write(&t, text, &built, &steps, &log).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let back = format::read(&out, format, &ByteEstimate)
+        .unwrap_or_else(|e| panic!("{name}: the output does not read back: {e}\n{out}"));
+    // No provider rule broken that the input kept.
+    let before = rule_names(&t);
+    for rule in rule_names(&back) {
+        assert!(
+            before.contains(rule),
+            "{name}: {rule} is new: {:#?}",
+            check_rules(&back)
+        );
+    }
+    // Every call id still there, as a call or in a ledger, unless truncate named it.
+    let dropped: BTreeSet<String> = reports
+        .iter()
+        .flat_map(|r| r.dropped_calls.iter().map(|id| id.to_string()))
+        .collect();
+    for m in &t.messages[t.live_from()..] {
+        for (_, id, _) in m.calls() {
+            let id = id.to_string();
+            let base = id.split('#').next().unwrap_or(&id).to_owned();
+            if dropped.contains(&id) {
+                continue;
+            }
+            assert!(out.contains(&base), "{name}: call {id} vanished");
+        }
+    }
+    // Messages no step touched are byte-identical.
+    let touched: BTreeSet<usize> = {
+        // Records of the first step's log map to messages; later steps work on
+        // renumbered logs, so only the single-step case is checked exactly.
+        let mut set = BTreeSet::new();
+        if let [only] = steps.as_slice() {
+            for e in &only.edits {
+                match e {
+                    Edit::ClearedResult { at }
+                    | Edit::ClearedInput { at }
+                    | Edit::ClearedThinking { at } => {
+                        set.insert(built.owner[*at]);
+                    }
+                    Edit::Replaced { start, end } | Edit::Removed { start, end } => {
+                        set.extend(built.owner[*start..*end].iter().copied());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        set
+    };
+    if steps.len() <= 1 {
+        // Claude Code lines may differ in `parentUuid` alone: a dropped parent's
+        // children are re-linked.
+        let unlinked = |line: &str| -> String {
+            if format != Format::ClaudeCode {
+                return line.to_owned();
+            }
+            match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(mut map)) => {
+                    map.remove("parentUuid");
+                    Value::Object(map).to_string()
+                }
+                _ => line.to_owned(),
+            }
+        };
+        let written: std::collections::HashSet<String> = back
+            .messages
+            .iter()
+            .flat_map(|m| m.spans.iter().map(|s| unlinked(&out[s.clone()])))
+            .collect();
+        for (m, message) in t.messages.iter().enumerate() {
+            if touched.contains(&m) {
+                continue;
+            }
+            for span in &message.spans {
+                assert!(
+                    written.contains(&unlinked(&text[span.clone()])),
+                    "{name}: message {m} changed"
+                );
+            }
+        }
+    }
+    // The edited log itself stays valid.
+    log.assert_invariants();
+    built.log = log;
+    out
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 24, ..Config::default() })]
+
+    #[test]
+    fn strategies_write_back_into_every_document_format(seed in any::<u64>(), n in 1usize..200) {
+        let conversation = conversation(seed, n);
+        let mut rng = Rng::new(seed);
+        for format in [Format::AnthropicMessages, Format::OpenAiChat, Format::OpenAiResponses, Format::Gemini] {
+            let text = document(format, &conversation);
+            let total = format::read(&text, format, &ByteEstimate).unwrap().total_tokens();
+            for strategy in strategies(&mut rng) {
+                let floors = Floors::none().keep_head(rng.range(0, 2) as usize).min_turns(rng.range(0, 2) as usize);
+                let goal = if rng.chance(0.5) { Goal::within(floors).target(rng.range(0, total)) } else { Goal::within(floors) };
+                check_edit(format.name(), &text, format, &[(strategy, goal)]);
+            }
+            // Two steps in a row, and a whole preset.
+            let s = strategies(&mut rng);
+            let plan = [(s[0].clone(), Goal::default()), (s[2].clone(), Goal::default()), (s[3].clone(), Goal::default())];
+            check_edit(format.name(), &text, format, &plan);
+            let preset = Preset::ALL[rng.range(0, 2) as usize].pipeline(total / 3);
+            let plan: Vec<(Strategy, Goal)> = preset.stages.iter().map(|s| {
+                let mut g = Goal::within(preset.floors);
+                g.target_tokens = s.target_tokens(preset.budget);
+                (s.strategy.clone(), g)
+            }).collect();
+            check_edit(format.name(), &text, format, &plan);
+        }
+    }
+}
+
+/// Every real transcript, every strategy alone and every preset: read back clean of
+/// new rule violations, every call id kept or named.
+#[test]
+fn strategies_write_back_every_real_transcript() {
+    for (name, format) in FIXTURES {
+        let (text, t) = read_fixture(name);
+        let total = t.total_tokens();
+        let mut rng = Rng::new(name.len() as u64);
+        for strategy in strategies(&mut rng) {
+            for goal in [
+                Goal::within(Floors::none().keep_head(1)),
+                Goal::within(Floors::none().keep_head(1)).target(total / 2),
+            ] {
+                check_edit(name, &text, format, &[(strategy.clone(), goal)]);
+            }
+        }
+        for preset in Preset::ALL {
+            let pipeline = preset.pipeline(total / 4);
+            let plan: Vec<(Strategy, Goal)> = pipeline
+                .stages
+                .iter()
+                .map(|s| {
+                    let mut g = Goal::within(pipeline.floors);
+                    g.target_tokens = s.target_tokens(pipeline.budget);
+                    (s.strategy.clone(), g)
+                })
+                .collect();
+            check_edit(name, &text, format, &plan);
+        }
+    }
+}
+
+/// A pipeline run through `Progress` on a real transcript's log: a second run on the
+/// unchanged log repeats no stage that made no progress.
+#[test]
+fn no_pass_repeats_without_progress_on_real_transcripts() {
+    for (name, _) in FIXTURES {
+        let (_, t) = read_fixture(name);
+        let mut log = log_of(&t).unwrap().log;
+        let pipeline = Preset::Aggressive.pipeline(t.total_tokens() / 10);
+        let mut progress = Progress::new();
+        let mut last = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
+        for _ in 0..8 {
+            let changes = log.changes();
+            last = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
+            if log.changes() == changes {
+                break;
+            }
+        }
+        let again = pipeline.run_with(&mut log, &mut progress, &mut LedgerOnly);
+        for (i, s) in last.steps.iter().enumerate() {
+            if matches!(s, Step::NoProgress(_) | Step::Stalled(_)) {
+                assert!(
+                    matches!(again.steps[i], Step::Stalled(_)),
+                    "{name}: stage {i} ran again"
+                );
+            }
+        }
+        log.assert_invariants();
+    }
+}
+
+#[test]
+fn a_cleared_anthropic_result_keeps_its_block_and_everything_else() {
+    let text = r#"[
+  {"role":"user","content":"list the files"},
+  {"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s1"},{"type":"tool_use","id":"toolu_1","name":"bash","input":{"command":"ls -la"}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a very long listing that goes on and on and on and on and on and on and on"}]},
+  {"role":"assistant","content":"done"},
+  {"role":"user","content":"thanks"}
+]"#;
+    let t = format::read(text, Format::AnthropicMessages, &ByteEstimate).unwrap();
+    let built = log_of(&t).unwrap();
+    let mut log = built.log.clone();
+    let clear = Clear::default()
+        .keep_tool_uses(0)
+        .clear_inputs(ClearInputs::All);
+    let r1 = clear.run(&mut log, &Goal::default()).unwrap();
+    let r2 = ClearThinking::default()
+        .run(&mut log, &Goal::default())
+        .unwrap();
+    let out = write(&t, text, &built, &[&r1, &r2], &log).unwrap();
+    assert_eq!(
+        out,
+        r#"[
+  {"role":"user","content":"list the files"},
+  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}]},
+  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"[tool result cleared to save context]"}]},
+  {"role":"assistant","content":"done"},
+  {"role":"user","content":"thanks"}
+]"#
+    );
+}
