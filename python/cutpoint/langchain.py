@@ -132,6 +132,14 @@ def compact_report(
     return _report(originals, to_openai_dicts(originals), strategy, budget, token_counter, options)
 
 
+def _is_summary(message: BaseMessage) -> bool:
+    return SUMMARY_METADATA_KEY in (message.response_metadata or {})
+
+
+#: The summary's prose when the caller gives none (the library's default).
+DEFAULT_SUMMARY = "Earlier conversation, compacted."
+
+
 def _report(
     originals: List[BaseMessage],
     dicts: List[Dict[str, Any]],
@@ -140,17 +148,41 @@ def _report(
     token_counter: Optional[Callable[[str], int]],
     options: Dict[str, Any],
 ) -> Compaction:
-    """``compact_report`` on messages already converted to ``dicts``."""
-    report = cutpoint.compact_report(
-        dicts,
-        strategy=strategy,
-        budget=budget,
-        format="openai-chat",
-        token_counter=token_counter,
-        **options,
-    )
+    """``compact_report`` on messages already converted to ``dicts``.
+
+    A summary cutpoint wrote earlier that falls inside the new region is folded into
+    the new summary: its text (with its ledger) heads the new summary's prose, and
+    the calls it covers stay listed in the new one's metadata, so compacting again
+    never loses a call. (The provider-format rewrite treats an earlier summary message
+    as plain text, so the fold is done here, where summaries are marked.)"""
+    prose = options.get("summary") or DEFAULT_SUMMARY
+    folded: List[BaseMessage] = []
+    report = None
+    # Each pass that finds a new earlier summary in the region folds it in; the region
+    # does not shrink when the prose grows, so this settles within one pass per summary.
+    for _ in range(sum(map(_is_summary, originals)) + 2):
+        opts = dict(options)
+        opts["summary"] = "\n\n".join([str(m.content) for m in folded] + [prose])
+        report = cutpoint.compact_report(
+            dicts,
+            strategy=strategy,
+            budget=budget,
+            format="openai-chat",
+            token_counter=token_counter,
+            **opts,
+        )
+        if not report.changed:
+            break
+        inside = [m for m in originals[report.head : report.cut] if _is_summary(m)]
+        if [id(m) for m in inside] == [id(m) for m in folded]:
+            break
+        folded = inside
+    assert report is not None
     if not report.changed:
         return replace(report, messages=list(originals))
+    covers = [
+        c for m in folded for c in m.response_metadata[SUMMARY_METADATA_KEY].get("covers", [])
+    ] + [u.call_id for u in report.ledger]
     summary_dict = report.summary or {}
     summary = HumanMessage(
         content=summary_dict.get("content", ""),
@@ -158,7 +190,7 @@ def _report(
             SUMMARY_METADATA_KEY: {
                 "summary": True,
                 "strategy": strategy,
-                "covers": [u.call_id for u in report.ledger],
+                "covers": covers,
                 "summarized_tokens": report.summarized_tokens,
             }
         },
