@@ -99,11 +99,34 @@ pub(crate) fn span_of(text: &str, raw: &RawValue) -> Range<usize> {
 
 /// The 1-based line holding byte `offset` of `text`. **O(offset)**.
 pub(crate) fn line_at(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    1 + text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
+    LineCounter::default().line_at(text, offset)
+}
+
+/// Line numbers of increasing offsets of one text, each counted on from the last:
+/// **O(len)** for all the messages of a document together, where [`line_at`] for
+/// each would be quadratic.
+#[derive(Default)]
+pub(crate) struct LineCounter {
+    /// Bytes counted so far, and the newlines among them.
+    offset: usize,
+    newlines: usize,
+}
+
+impl LineCounter {
+    /// The 1-based line holding byte `offset` of `text`. **O(offset - last offset)**
+    /// amortized; an offset before the last one counts again from the start.
+    pub(crate) fn line_at(&mut self, text: &str, offset: usize) -> usize {
+        let end = offset.min(text.len());
+        if end < self.offset {
+            *self = LineCounter::default();
+        }
+        self.newlines += text.as_bytes()[self.offset..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.offset = end;
+        1 + self.newlines
+    }
 }
 
 fn invalid(e: &serde_json::Error) -> FormatError {
@@ -354,5 +377,18 @@ mod tests {
         assert_eq!(unit(&format!("{:?}", "y".repeat(300))).chars().count(), 201);
         assert_eq!(unit(r#"[{"type":"text","text":"one\ntwo"}]"#), "one");
         assert_eq!(result_line(None), "");
+    }
+
+    #[test]
+    fn the_line_counter_agrees_with_counting_from_the_start() {
+        let text = "[\n{\"a\":1},\n\n{\"b\":\"x\\ny\"},{\"c\":2}\n]";
+        let mut counter = LineCounter::default();
+        for offset in (0..=text.len() + 2).chain([3, 0, 9, 40]) {
+            let naive = 1 + text.as_bytes()[..offset.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(counter.line_at(text, offset), naive, "offset {offset}");
+        }
     }
 }

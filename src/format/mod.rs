@@ -308,9 +308,10 @@ pub fn read(
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
             let mut messages = Vec::with_capacity(doc.elements.len());
+            let mut lines = json_doc::LineCounter::default();
             for (index, raw) in doc.elements.iter().enumerate() {
                 let span = json_doc::span_of(text, raw);
-                let line = json_doc::line_at(text, span.start);
+                let line = lines.line_at(text, span.start);
                 let parsed = match format {
                     Format::AnthropicMessages => anthropic::message(raw.get(), counter),
                     Format::OpenAiChat => openai_chat::message(raw.get(), counter),
