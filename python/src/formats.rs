@@ -383,6 +383,8 @@ struct Pass<T> {
     prefix: u64,
     /// Tokens of the live history after the compaction.
     after: u64,
+    /// Tokens of the summarized region.
+    region: u64,
     value: T,
 }
 
@@ -425,18 +427,35 @@ fn passes<T>(
             break;
         }
         last_cut = Some(done.cut);
-        let (cut, prefix, after) = (done.cut, done.prefix, done.after);
+        let (cut, prefix, after, region) = (done.cut, done.prefix, done.after, done.region);
         if best.as_ref().is_none_or(|b| after < b.after) {
             best = Some(done);
         }
         match opts.budget {
             Some(budget) if after > budget && cut < len => {
-                target = prefix.saturating_add(after - budget);
+                // after = (before - region) + summary.
+                let summary = (after + region).saturating_sub(before);
+                target = prefix.saturating_add(grow_by(after - budget, region, summary));
             }
             _ => break,
         }
     }
     Ok(best.filter(|b| b.after < before))
+}
+
+/// How many more tokens a region must take in to lose `over` tokens, when its summary
+/// keeps about the share of a region's tokens this one's did: `summary / region` of
+/// what it takes in comes back in the ledger, so it takes in
+/// `over / (1 - summary / region)`. Twice `over` when the summary was as large as the
+/// region. Estimating the ledger's growth makes a budget take two passes, typically,
+/// where adding just `over` takes one pass per round of ledger growth. **O(1)**.
+fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
+    let saved = region.saturating_sub(summary);
+    if saved == 0 {
+        return over.saturating_mul(2);
+    }
+    let grown = u128::from(over) * u128::from(region) / u128::from(saved);
+    u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
 /// Tokens of the live history of `t`. **O(messages)**.
@@ -482,19 +501,34 @@ fn summarize_transcript(
             }
             Err(e) => return Err(errors::rewrite(py, &e)),
         };
-        let out = read(py, &done.text, format, counter)?;
-        let after = live_tokens(&out);
-        let summary = out.messages.get(done.head).map(|m| {
-            m.spans
-                .iter()
-                .map(|s| done.text.get(s.clone()).unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join("\n")
-        });
+        let (after, summary) = if format.is_json_document() {
+            // The summary element exactly as the rewrite writes it into a document
+            // (the one ledger renderer's text in the format's shape), read alone to
+            // count it: the retained messages keep their counts, so no re-read of
+            // the whole output is needed.
+            let text = summary_text(&opts.summary, &done.ledger);
+            let message = rewrite::summary_message(format, &text, ByteEstimate.count(&text));
+            let alone = read(py, &format!("[{message}]"), format, counter)?;
+            let kept = before.saturating_sub(done.tokens);
+            (kept.saturating_add(live_tokens(&alone)), Some(message))
+        } else {
+            // JSON lines: the summary line takes context from its neighbours, and a
+            // Claude Code summary starts a new history; read the output back.
+            let out = read(py, &done.text, format, counter)?;
+            let summary = out.messages.get(done.head).map(|m| {
+                m.spans
+                    .iter()
+                    .map(|s| done.text.get(s.clone()).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            (live_tokens(&out), summary)
+        };
         Ok(Step::Done(Pass {
             cut: done.cut,
             prefix: tokens_before(done.cut),
             after,
+            region: done.tokens,
             value: Outcome {
                 head: done.head,
                 cut: done.cut,
@@ -541,6 +575,7 @@ fn summarize_records(
         counter.take_error()?;
         Ok(Step::Done(Pass {
             cut: plan.region.end,
+            region: plan.region_tokens,
             prefix: log
                 .tracker()
                 .tokens_before(plan.region.end)
