@@ -6,9 +6,11 @@ dicts and through ``cutpoint.langchain`` on the same ``BaseMessage`` list.
 
 Each tool is asked to bring a log of N messages (10^2 .. 10^5) down to half its tokens.
 For each: the broken pairs of its output (counted by ``cutpoint.check``: tool messages
-whose call is gone, calls whose results are gone), the tokens it kept (one counter for
-all, LangChain's ``count_tokens_approximately``, as a share of the input), and the
-median time per call. Seeded; nothing is timed but the call itself.
+whose call is gone, calls whose results are gone), how many of its outputs are broken
+when it is asked for 10%, 20%, .. 90% of the tokens instead (where one cut lands is a
+matter of chance), the tokens it kept (one counter for all, LangChain's
+``count_tokens_approximately``, as a share of the input), and the median time per call.
+Seeded; nothing is timed but the call itself.
 
     pip install ./python "langchain>=1,<2"
     python python/bench/bench_langchain.py            # sizes 100,1000,10000,100000
@@ -27,7 +29,14 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from langchain.agents.middleware import ClearToolUsesEdit
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
 import cutpoint
@@ -98,39 +107,58 @@ def fmt_time(seconds: Optional[float]) -> str:
     return f"{seconds:.2f} s"
 
 
-def bench(sizes: Sequence[int], min_seconds: float, quadratic_limit: int) -> List[Dict[str, Any]]:
+#: The shares of its tokens each log is also brought down to, to count how many
+#: outputs come out broken (where a tool's one cut lands is a matter of chance).
+SWEEP = [k / 10 for k in range(1, 10)]
+
+
+def tools(messages: List[BaseMessage], dicts: List[Dict[str, Any]], n: int,
+          quadratic_limit: int) -> List[tuple]:
+    """``(name, run(share) -> output or None, output kind)`` for each tool: ``run``
+    brings the log to ``share`` of its tokens in the tool's own count (``None``: not
+    run at this size)."""
+    total = count_tokens_approximately(messages)
+    cp_total = cutpoint.count_tokens(dicts, "openai-chat")
+
+    def trim(share: float, **kw: Any) -> List[BaseMessage]:
+        return trim_messages(messages, max_tokens=int(total * share), strategy="last",
+                             token_counter=count_tokens_approximately,
+                             include_system=True, **kw)
+
+    return [
+        ("cutpoint.compact (dicts)", lambda share: cutpoint.compact(
+            dicts, budget=int(cp_total * share), format="openai-chat", keep_head=1), "dicts"),
+        ("cutpoint.langchain.compact", lambda share: cl.compact(
+            messages, budget=int(cp_total * share), keep_head=1), "messages"),
+        ("trim_messages, docs' settings", lambda share: trim(
+            share, start_on="human", end_on=("human", "tool")), "messages"),
+        ("trim_messages, no start_on", lambda share: trim(share), "messages"),
+        ("ClearToolUsesEdit (keep=3)", lambda share: clear(
+            messages, int(total * share), 0), "messages"),
+        ("ClearToolUsesEdit (clear_at_least)", lambda share: clear(
+            messages, int(total * share), total - int(total * share))
+         if n <= quadratic_limit else None, "messages"),
+    ]
+
+
+def bench(sizes: Sequence[int], min_seconds: float, quadratic_limit: int,
+          sweep_limit: int) -> List[Dict[str, Any]]:
     rows = []
     for n in sizes:
         messages = agent_log(n)
         dicts = cl.to_openai_dicts(messages)
         total = count_tokens_approximately(messages)
-        budget = total // 2
-        cp_budget = cutpoint.count_tokens(dicts, "openai-chat") // 2
-        tools: List[tuple] = [
-            ("cutpoint.compact (dicts)", lambda: cutpoint.compact(
-                dicts, budget=cp_budget, format="openai-chat", keep_head=1), "dicts"),
-            ("cutpoint.langchain.compact", lambda: cl.compact(
-                messages, budget=cp_budget, keep_head=1), "messages"),
-            ("trim_messages, docs' settings", lambda: trim_messages(
-                messages, max_tokens=budget, strategy="last",
-                token_counter=count_tokens_approximately, start_on="human",
-                end_on=("human", "tool"), include_system=True), "messages"),
-            ("trim_messages, no start_on", lambda: trim_messages(
-                messages, max_tokens=budget, strategy="last",
-                token_counter=count_tokens_approximately, include_system=True), "messages"),
-            ("ClearToolUsesEdit (keep=3)", lambda: clear(messages, budget, 0), "messages"),
-            ("ClearToolUsesEdit (clear_at_least)", lambda: clear(messages, budget, total - budget)
-             if n <= quadratic_limit else None, "messages"),
-        ]
-        for name, run, kind in tools:
-            seconds, out = timed(run, min_seconds)
+        for name, run, kind in tools(messages, dicts, n, quadratic_limit):
+            seconds, out = timed(lambda: run(0.5), min_seconds)
             if out is None:
                 rows.append({"n": len(messages), "tool": name, "skipped": True})
                 continue
-            out_messages = (
-                [m for m in _from_dicts(out, messages)] if kind == "dicts" else out
-            )
-            rows.append({
+
+            def as_messages(out: Any) -> List[BaseMessage]:
+                return convert_to_messages(out) if kind == "dicts" else out
+
+            out_messages = as_messages(out)
+            row = {
                 "n": len(messages),
                 "tool": name,
                 "broken": broken_pairs(out_messages),
@@ -138,16 +166,15 @@ def bench(sizes: Sequence[int], min_seconds: float, quadratic_limit: int) -> Lis
                 "total_tokens": total,
                 "kept_messages": len(out_messages),
                 "seconds": seconds,
-            })
+            }
+            # The quadratic edit is swept only on small logs.
+            if "clear_at_least" not in name or n <= sweep_limit:
+                broken = [broken_pairs(as_messages(run(share))) for share in SWEEP]
+                row["broken_outputs"] = sum(b > 0 for b in broken)
+                row["broken_in_sweep"] = sum(broken)
+            rows.append(row)
             print(f"  {len(messages):>7} {name:<36} {fmt_time(seconds)}", file=sys.stderr)
     return rows
-
-
-def _from_dicts(out: List[Dict[str, Any]], messages: List[BaseMessage]) -> List[BaseMessage]:
-    """The dict output as LangChain messages, to count it with the same counter."""
-    from langchain_core.messages import convert_to_messages
-
-    return convert_to_messages(out)
 
 
 def clear(messages: List[BaseMessage], trigger: int, clear_at_least: int) -> List[BaseMessage]:
@@ -160,16 +187,21 @@ def clear(messages: List[BaseMessage], trigger: int, clear_at_least: int) -> Lis
 
 def table(rows: List[Dict[str, Any]]) -> str:
     lines = [
-        "| messages | tool | broken pairs | tokens kept | messages kept | time per call |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| messages | tool | broken pairs | broken outputs at 10%..90% | tokens kept "
+        "| messages kept | time per call |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if r.get("skipped"):
-            lines.append(f"| {r['n']:,} | {r['tool']} | — | — | — | not run (quadratic) |")
+            lines.append(f"| {r['n']:,} | {r['tool']} | — | — | — | — | not run (quadratic) |")
             continue
         share = 100 * r["kept_tokens"] / r["total_tokens"]
+        swept = (
+            f"{r['broken_outputs']} of {len(SWEEP)} ({r['broken_in_sweep']} pairs)"
+            if "broken_outputs" in r else "not run"
+        )
         lines.append(
-            f"| {r['n']:,} | {r['tool']} | {r['broken']} | {share:.0f}% | "
+            f"| {r['n']:,} | {r['tool']} | {r['broken']} | {swept} | {share:.0f}% | "
             f"{r['kept_messages']:,} | {fmt_time(r['seconds'])} |"
         )
     return "\n".join(lines)
@@ -183,10 +215,12 @@ def main() -> None:
     parser.add_argument("--quadratic-limit", type=int, default=10_000,
                         help="largest log for ClearToolUsesEdit with clear_at_least, "
                              "which re-counts the whole log after each clear")
+    parser.add_argument("--sweep-limit", type=int, default=1_000,
+                        help="largest log the quadratic edit is swept over budgets on")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = bench(sizes, args.min_seconds, args.quadratic_limit)
+    rows = bench(sizes, args.min_seconds, args.quadratic_limit, args.sweep_limit)
     import langchain
     import langchain_core
 

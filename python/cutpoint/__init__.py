@@ -172,9 +172,10 @@ class Compaction:
     """What ``compact_report`` did.
 
     Attributes:
-        messages: the compacted log, of the input's type (a new list for a list,
-            with the retained messages being the input's own objects; a dict for a
-            request body; a str for a file's text). The input itself when unchanged.
+        messages: the compacted log, of the input's type: a new list for a list
+            (the retained messages are the input's own objects), a new dict for a
+            request body, a str for a file's text. When nothing was compacted, a
+            new list (dict) of the input's items.
         strategy: the strategy that ran.
         changed: whether anything was compacted.
         head: index of the summary message in ``messages`` (the end of the pinned
@@ -203,6 +204,15 @@ class Compaction:
     def met_budget(self) -> bool:
         """Whether the compacted log fits the budget (``True`` without one)."""
         return self.budget is None or self.tokens_after <= self.budget
+
+
+def _unchanged(log: LogLike) -> Any:
+    """A log nothing was compacted from, as a new container of the same items."""
+    if isinstance(log, (str, bytes)):
+        return log
+    if isinstance(log, Mapping):
+        return dict(log)
+    return list(log)
 
 
 def _rebuild(log: LogLike, fmt: str, result: Dict[str, Any]) -> Any:
@@ -236,7 +246,7 @@ def compact_report(
     result = _native.compact(text, fmt, strategy, options, token_counter)
     if not result["changed"]:
         return Compaction(
-            messages=messages,
+            messages=_unchanged(messages),
             strategy=strategy,
             changed=False,
             head=0,
@@ -294,7 +304,8 @@ def compact(
         direction: ``"back"`` or ``"forward"``, overriding the default above.
 
     Returns a value of the input's type: a new list (the retained messages are the
-    input's own objects), a dict, or a str. Unchanged when the log already fits.
+    input's own objects), a new dict, or a str; with the same items when the log
+    already fits or nothing can be compacted.
     Raises ``DeferError`` when no legal cut can be used yet (it names the calls it
     waits for), ``FormatError`` when the log cannot be read, ``ValueError`` for a
     strategy that is unknown or not available, ``TypeError`` for an option the

@@ -148,7 +148,8 @@ class Tracker:
     no ``tool_result`` before ``c`` answers a ``tool_use`` at or after ``c``, and
     record ``c`` is not bound to record ``c - 1``. Appends are O(1) amortized, the
     selector O(log n). A refused record or event (an exception) leaves the tracker
-    unchanged. Not thread-safe: share it behind a lock.
+    unchanged. Each method runs to its end under the GIL, so threads sharing a tracker
+    take turns.
     """
 
     def __init__(

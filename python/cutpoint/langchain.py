@@ -74,8 +74,13 @@ def to_openai_dicts(messages: Sequence[Any]) -> List[Dict[str, Any]]:
     ``tool_calls`` (and ``invalid_tool_calls``) become ``tool_calls`` with their
     arguments as JSON text, a ``ToolMessage`` a ``tool`` message with its
     ``tool_call_id``. O(len)."""
+    return _dicts(convert_to_messages(messages))
+
+
+def _dicts(messages: Sequence[BaseMessage]) -> List[Dict[str, Any]]:
+    """``to_openai_dicts`` on messages already converted. O(len)."""
     out: List[Dict[str, Any]] = []
-    for index, message in enumerate(convert_to_messages(messages)):
+    for index, message in enumerate(messages):
         if isinstance(message, SystemMessage):
             out.append({"role": "system", "content": _content(message.content)})
         elif isinstance(message, HumanMessage):
@@ -129,7 +134,7 @@ def compact_report(
     a list of ``BaseMessage``, your own objects for the kept messages and a new
     ``HumanMessage`` for the summary (marked in ``response_metadata["cutpoint"]``)."""
     originals = convert_to_messages(messages)
-    return _report(originals, to_openai_dicts(originals), strategy, budget, token_counter, options)
+    return _report(originals, _dicts(originals), strategy, budget, token_counter, options)
 
 
 def _is_summary(message: BaseMessage) -> bool:
@@ -282,7 +287,7 @@ if _HAVE_AGENTS:
             if not messages:
                 return None
             originals = convert_to_messages(messages)
-            dicts = to_openai_dicts(originals)
+            dicts = _dicts(originals)
             tokens = cutpoint.count_tokens(dicts, "openai-chat", self.token_counter)
             if tokens <= self.trigger:
                 return None

@@ -26,7 +26,8 @@ def assert_faithful(messages: List[Dict[str, Any]], shape: str, report: cutpoint
     assert report.tokens_before == cutpoint.count_tokens(messages, shape)
     assert report.tokens_after == cutpoint.count_tokens(out, shape)
     if not report.changed:
-        assert out is messages
+        assert out == messages and out is not messages
+        assert all(a is b for a, b in zip(out, messages))
         return
     head, cut = report.head, report.cut
     assert head <= cut <= len(messages)
