@@ -275,6 +275,9 @@ if _HAVE_AGENTS:
                     f"strategy {strategy!r} is not available yet in this version of "
                     f"cutpoint; available: {', '.join(cutpoint.AVAILABLE_STRATEGIES)}"
                 )
+            # A dry run on an empty log: an option the strategy does not take fails
+            # here, not at the agent's first model call.
+            cutpoint.compact([], strategy=strategy, budget=budget, format="openai-chat", **options)
             self.budget = budget
             self.trigger = budget if trigger is None else trigger
             self.strategy = strategy

@@ -192,3 +192,5 @@ def test_the_middleware_waits_while_a_call_runs_and_refuses_unknown_strategies()
         cl.CutpointMiddleware(budget=10, strategy="clear")
     with pytest.raises(ValueError, match="unknown strategy"):
         cl.CutpointMiddleware(budget=10, strategy="squash")
+    with pytest.raises(TypeError, match='no option "keep_turns"'):
+        cl.CutpointMiddleware(budget=10, keep_turns=3)
