@@ -128,10 +128,7 @@ impl LineIndex {
 /// place). **O(offset)**; repeated lookups use a [`LineIndex`].
 pub(crate) fn line_at(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    1 + text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
+    1 + text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count()
 }
 
 /// Where `part` (a slice borrowed from `text`) starts in `text`, or `None` when it is
@@ -435,5 +432,19 @@ mod tests {
         assert_eq!(unit(&format!("{:?}", "y".repeat(300))).chars().count(), 201);
         assert_eq!(unit(r#"[{"type":"text","text":"one\ntwo"}]"#), "one");
         assert_eq!(result_line(None), "");
+    }
+
+    #[test]
+    fn the_line_index_agrees_with_counting_from_the_start() {
+        let text = "[\n{\"a\":1},\n\n{\"b\":\"x\\ny\"},{\"c\":2}\n]";
+        let index = LineIndex::new(text);
+        for offset in (0..=text.len() + 2).chain([3, 0, 9, 40]) {
+            let naive = 1 + text.as_bytes()[..offset.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(line_at(text, offset), naive, "offset {offset}");
+            assert_eq!(index.line(offset.min(text.len())), naive, "offset {offset}");
+        }
     }
 }

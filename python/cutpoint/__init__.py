@@ -1,0 +1,362 @@
+"""cutpoint: keeps an LLM agent's conversation log safe to compact.
+
+A transcript is a sequence of typed records where every tool call has exactly one
+result with the same id. A compaction cut chosen by token count alone can land between
+the two; strict providers then reject the request, lenient ones let the model invent
+the missing call. cutpoint knows which cuts are safe ("legal"), checks logs against
+the providers' tool-call rules, and compacts without ever splitting a pair.
+
+- ``Tracker``: the incremental index of legal cuts, fed one ``Record`` at a time
+  (or by streaming ``Event``\\ s); O(1) per record, O(log n) per query.
+- ``check(messages, format=...)``: the provider-rule violations of a log.
+- ``compact(messages, strategy="summarize", budget=...)``: a compacted copy of a log.
+- ``cutpoint.langchain``: the same on LangChain messages, and a middleware for
+  ``create_agent`` (imported only when you import it; needs LangChain).
+
+Logs are plain Python data in a provider's shape: a list of message dicts (OpenAI
+Chat ``"openai-chat"``, Anthropic Messages ``"anthropic"``, OpenAI Responses input
+items ``"openai-responses"``, Gemini contents ``"gemini"``), a request body dict
+holding such a list (``messages`` / ``input`` / ``contents``), a list of cutpoint
+record dicts (``"records"``: ``{"kind": ..., "tokens": ..., "call_id": ...}``), or the
+text of a log file in any format the library reads (also ``"claude-code"`` and
+``"codex"``). ``format="auto"`` tells the format from the shape.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._errors import (
+    AppendError,
+    CutpointError,
+    DeferError,
+    EventError,
+    FormatError,
+    ReplaceError,
+)
+from ._native import (
+    AVAILABLE_STRATEGIES,
+    STRATEGIES,
+    Anomalies,
+    Appended,
+    Event,
+    Handled,
+    PendingCall,
+    Record,
+    Tracker,
+    Violation,
+    __version__,
+)
+
+#: A log: a list of message (or record) dicts, a request body dict, or a file's text.
+LogLike = Union[str, Sequence[Mapping[str, Any]], Mapping[str, Any]]
+
+#: Counts the tokens of one content block's JSON text.
+TokenCounter = Callable[[str], int]
+
+#: The formats a log may be in; ``"auto"`` tells it from the shape.
+FORMATS = (
+    "auto",
+    "records",
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "gemini",
+    "claude-code",
+    "codex",
+)
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"a cutpoint log must be JSON-serializable: {e}") from e
+
+
+def _looks_like_records(log: Any) -> bool:
+    """A list whose first item is a cutpoint record dict (``kind``, no ``role`` or
+    ``type``)."""
+    if isinstance(log, (str, bytes, Mapping)) or not isinstance(log, Sequence) or not log:
+        return False
+    first = log[0]
+    return (
+        isinstance(first, Mapping)
+        and "kind" in first
+        and "role" not in first
+        and "type" not in first
+    )
+
+
+def _document(log: LogLike, format: str) -> Tuple[str, str]:
+    """The text the readers take, and the format to read it as (``auto`` kept unless
+    the log is a list of record dicts)."""
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; one of: {', '.join(FORMATS)}")
+    if isinstance(log, str):
+        return log, format
+    if isinstance(log, bytes):
+        return log.decode("utf-8"), format
+    if format == "records" or (format == "auto" and _looks_like_records(log)):
+        if isinstance(log, Mapping):
+            raise TypeError("a records log is a list of record dicts, not a dict")
+        return "".join(_dumps(r) + "\n" for r in log), "records"
+    if not isinstance(log, (Mapping, Sequence)):
+        raise TypeError(
+            f"a log is a list of message dicts, a request body dict or a str, not {type(log).__name__}"
+        )
+    return _dumps(log if isinstance(log, Mapping) else list(log)), format
+
+
+def check(messages: LogLike, format: str = "auto") -> List[Violation]:
+    """The provider-rule violations of a log, in message order.
+
+    Each ``Violation`` names the rule (``"openai-chat/tool-call-without-response"``,
+    ...), the index of the message that breaks it (``message``), the 1-based ``line``
+    of the input where it starts, the ``call_id`` concerned, whether an unanswered call
+    is still in flight at the very end of the log (``pending_at_end``), and the
+    provider's error ``text``. An empty list means the provider would accept the
+    log's tool-call structure. Records logs are checked for pairing only.
+
+    O(len). Raises ``FormatError`` when the log cannot be read in ``format``.
+    """
+    text, fmt = _document(messages, format)
+    return _native.check(text, fmt)
+
+
+def legal_cuts(messages: LogLike, format: str = "auto") -> List[int]:
+    """The legal cuts of a log, as message indices, increasing: keeping
+    ``messages[c:]`` (after a pinned head and a summary) splits no tool-call pair and
+    no message a provider binds to the one before it. For records logs the indices
+    are records. O(len)."""
+    text, fmt = _document(messages, format)
+    return _native.legal_cuts(text, fmt)
+
+
+def detect(messages: LogLike) -> str:
+    """The format ``format="auto"`` would read the log as. O(len). Raises
+    ``FormatError`` when it cannot tell (a log of plain text messages is valid
+    Anthropic and OpenAI Chat alike: pass ``format``)."""
+    text, fmt = _document(messages, "auto")
+    return fmt if fmt != "auto" else _native.detect(text)
+
+
+def count_tokens(
+    messages: LogLike, format: str = "auto", token_counter: Optional[TokenCounter] = None
+) -> int:
+    """Tokens of the log's live history as ``compact`` counts them: ``token_counter``
+    (called with each content block's JSON text) or cutpoint's estimate of one token
+    per four bytes. O(len)."""
+    text, fmt = _document(messages, format)
+    return _native.count_tokens(text, fmt, token_counter)
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One tool call a summary covers: its id, tool name, arguments (verbatim JSON
+    text), how it ended (``"ok"``, ``"error"``, ``"aborted"`` or ``None``) and the first
+    line of its result."""
+
+    call_id: str
+    tool: Optional[str]
+    arguments: Optional[str]
+    status: Optional[str]
+    first_line: Optional[str]
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What ``compact_report`` did.
+
+    Attributes:
+        messages: the compacted log, of the input's type: a new list for a list
+            (the retained messages are the input's own objects), a new dict for a
+            request body, a str for a file's text. When nothing was compacted, a
+            new list (dict) of the input's items.
+        strategy: the strategy that ran.
+        changed: whether anything was compacted.
+        head: index of the summary message in ``messages`` (the end of the pinned
+            head): input messages ``head..cut`` were replaced by it.
+        cut: index (in the input) of the first retained message.
+        tokens_before, tokens_after: tokens of the live history before and after.
+        summarized_tokens: tokens of the summarized messages.
+        ledger: the tool calls the summary covers, in call order.
+        summary: the summary message (a dict in the input's shape), or ``None``.
+        budget: the budget asked for, if any.
+    """
+
+    messages: Any
+    strategy: str
+    changed: bool
+    head: int
+    cut: int
+    tokens_before: int
+    tokens_after: int
+    summarized_tokens: int
+    ledger: List[LedgerEntry] = field(default_factory=list)
+    summary: Optional[Dict[str, Any]] = None
+    budget: Optional[int] = None
+
+    @property
+    def met_budget(self) -> bool:
+        """Whether the compacted log fits the budget (``True`` without one)."""
+        return self.budget is None or self.tokens_after <= self.budget
+
+
+def _unchanged(log: LogLike) -> Any:
+    """A log nothing was compacted from, as a new container of the same items."""
+    if isinstance(log, (str, bytes)):
+        return log
+    if isinstance(log, Mapping):
+        return dict(log)
+    return list(log)
+
+
+def _rebuild(log: LogLike, fmt: str, result: Dict[str, Any]) -> Any:
+    """The compacted log in the input's type."""
+    text = result["text"]
+    if isinstance(log, (str, bytes)):
+        return text
+    if fmt == "records":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    if isinstance(log, Mapping):
+        return json.loads(text)
+    # The rewrite keeps the head verbatim and the retained messages byte-identical,
+    # so the input's own objects stand for them; only the summary is new.
+    items = list(log)
+    return items[: result["head"]] + [json.loads(result["summary"])] + items[result["cut"] :]
+
+
+def compact_report(
+    messages: LogLike,
+    *,
+    strategy: str = "summarize",
+    budget: Optional[int] = None,
+    format: str = "auto",
+    token_counter: Optional[TokenCounter] = None,
+    **options: Any,
+) -> Compaction:
+    """Compacts a log with ``strategy`` and says what it did (see ``compact``)."""
+    text, fmt = _document(messages, format)
+    if budget is not None:
+        options["budget"] = budget
+    result = _native.compact(text, fmt, strategy, options, token_counter)
+    if not result["changed"]:
+        return Compaction(
+            messages=_unchanged(messages),
+            strategy=strategy,
+            changed=False,
+            head=0,
+            cut=0,
+            tokens_before=result["tokens_before"],
+            tokens_after=result["tokens_after"],
+            summarized_tokens=0,
+            budget=budget,
+        )
+    return Compaction(
+        messages=_rebuild(messages, fmt, result),
+        strategy=strategy,
+        changed=True,
+        head=result["head"],
+        cut=result["cut"],
+        tokens_before=result["tokens_before"],
+        tokens_after=result["tokens_after"],
+        summarized_tokens=result["summarized_tokens"],
+        ledger=[LedgerEntry(**u) for u in result["ledger"]],
+        summary=json.loads(result["summary"]) if result["summary"] else None,
+        budget=budget,
+    )
+
+
+def compact(
+    messages: LogLike,
+    *,
+    strategy: str = "summarize",
+    budget: Optional[int] = None,
+    format: str = "auto",
+    token_counter: Optional[TokenCounter] = None,
+    **options: Any,
+) -> Any:
+    """A compacted copy of a log, never splitting a tool call from its result.
+
+    ``strategy`` names the compaction strategy. ``"summarize"`` replaces the messages
+    between the pinned head and a legal cut by one summary message (in the log's own
+    shape) whose ledger lists every covered tool call with its id, tool, arguments
+    verbatim and the first line of its result; the retained messages are kept
+    exactly. The other names cutpoint plans (``clear``, ``clear-thinking``,
+    ``digest``, ``slide``, ``truncate``, ``pipeline``) raise ``ValueError`` in this
+    version: they are not available yet.
+
+    Options of ``"summarize"``:
+        budget: the most tokens the compacted log may hold: the cut moves forward to
+            the first legal cut that gets under it (again, larger, if the summary's
+            own tokens push it over; at most 8 passes).
+        target: instead of a budget, the tokens to compact counted from the start
+            (the library's selector: walks back to the nearest legal cut).
+        lookback: how far (tokens) the cut may move from the target (default: no
+            limit with a budget, 15% of the target with a target).
+        keep_head: messages pinned at the front, never compacted (default 0).
+        summary: the prose that heads the summary (default "Earlier conversation,
+            compacted."); the ledger always follows it.
+        direction: ``"back"`` or ``"forward"``, overriding the default above.
+
+    Returns a value of the input's type: a new list (the retained messages are the
+    input's own objects), a new dict, or a str; with the same items when the log
+    already fits or nothing can be compacted.
+    Raises ``DeferError`` when no legal cut can be used yet (it names the calls it
+    waits for), ``FormatError`` when the log cannot be read, ``ValueError`` for a
+    strategy that is unknown or not available, ``TypeError`` for an option the
+    strategy does not take. O(len) per pass.
+    """
+    return compact_report(
+        messages,
+        strategy=strategy,
+        budget=budget,
+        format=format,
+        token_counter=token_counter,
+        **options,
+    ).messages
+
+
+def __getattr__(name: str) -> Any:
+    # `cutpoint.langchain` as an attribute, imported on first use only.
+    if name == "langchain":
+        import importlib
+
+        return importlib.import_module(".langchain", __name__)
+    raise AttributeError(f"module 'cutpoint' has no attribute {name!r}")
+
+
+__all__ = [
+    "AVAILABLE_STRATEGIES",
+    "Anomalies",
+    "AppendError",
+    "Appended",
+    "Compaction",
+    "CutpointError",
+    "DeferError",
+    "Event",
+    "EventError",
+    "FORMATS",
+    "FormatError",
+    "Handled",
+    "LedgerEntry",
+    "LogLike",
+    "PendingCall",
+    "Record",
+    "ReplaceError",
+    "STRATEGIES",
+    "TokenCounter",
+    "Tracker",
+    "Violation",
+    "__version__",
+    "check",
+    "compact",
+    "compact_report",
+    "count_tokens",
+    "detect",
+    "legal_cuts",
+]

@@ -1,0 +1,672 @@
+//! Whole logs for Python: `check` (provider rules), `legal_cuts`, `detect`, and
+//! `compact`, which dispatches on a strategy name. Logs arrive as the text the
+//! library's readers take (the Python side serializes lists of dicts), and compacted
+//! logs leave as text in the same format.
+
+use std::cell::RefCell;
+
+use cutpoint::compact::{Direction, Log, Unit, Window, summary_text};
+use cutpoint::format::records::{Reader, write_entry};
+use cutpoint::format::rewrite;
+use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::errors::{self, guarded};
+
+/// Every strategy `compact` knows, in the order the docs list them.
+pub(crate) const STRATEGIES: [&str; 7] = [
+    "clear",
+    "clear-thinking",
+    "digest",
+    "summarize",
+    "slide",
+    "truncate",
+    "pipeline",
+];
+
+/// The strategies this build implements.
+pub(crate) const AVAILABLE: [&str; 1] = ["summarize"];
+
+/// The strategies `compact` can run.
+enum Strategy {
+    /// Replace the region between the pinned head and a legal cut by one summary
+    /// message whose ledger keeps every covered pair (`format::rewrite::compact`;
+    /// `compact::Log::plan` + `apply` for records).
+    Summarize,
+}
+
+/// The strategy named `name`, or a `ValueError` naming what is available. **O(1)**.
+fn strategy(name: &str) -> PyResult<Strategy> {
+    match name {
+        "summarize" => Ok(Strategy::Summarize),
+        known if STRATEGIES.contains(&known) => Err(PyValueError::new_err(format!(
+            "strategy {known:?} is not available yet in this version of cutpoint \
+             (clear, clear-thinking, digest, slide, truncate and pipeline are not built \
+             yet); available: {}",
+            AVAILABLE.join(", ")
+        ))),
+        other => Err(PyValueError::new_err(format!(
+            "unknown strategy {other:?}; one of: {} (available now: {})",
+            STRATEGIES.join(", "),
+            AVAILABLE.join(", ")
+        ))),
+    }
+}
+
+/// The format named `name` (`auto`: told from `text`). **O(len)** for `auto`, else
+/// **O(1)**.
+fn format_of(py: Python<'_>, text: &str, name: &str) -> PyResult<Format> {
+    if name == "auto" {
+        return format::detect(text).map_err(|e| errors::format(py, &e));
+    }
+    Format::from_name(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown format {name:?}; one of: auto, {}",
+            Format::ALL.map(Format::name).join(", ")
+        ))
+    })
+}
+
+/// A Python callable `str -> int` as a token counter. The first error it raises (or a
+/// result that is not a non-negative int) is kept and raised once the reader is done;
+/// counts after it are 0.
+struct PyCounter<'py> {
+    count: Bound<'py, PyAny>,
+    error: RefCell<Option<PyErr>>,
+}
+
+impl TokenCounter for PyCounter<'_> {
+    fn count(&self, text: &str) -> u64 {
+        if self.error.borrow().is_some() {
+            return 0;
+        }
+        match self.count.call1((text,)).and_then(|n| n.extract::<u64>()) {
+            Ok(n) => n,
+            Err(e) => {
+                *self.error.borrow_mut() = Some(e);
+                0
+            }
+        }
+    }
+}
+
+/// The counter to read with: the caller's, or the library's byte estimate.
+enum Counter<'py> {
+    Bytes(ByteEstimate),
+    Python(PyCounter<'py>),
+}
+
+impl<'py> Counter<'py> {
+    fn new(token_counter: Option<Bound<'py, PyAny>>) -> Self {
+        match token_counter {
+            None => Counter::Bytes(ByteEstimate),
+            Some(count) => Counter::Python(PyCounter {
+                count,
+                error: RefCell::new(None),
+            }),
+        }
+    }
+
+    fn get(&self) -> &dyn TokenCounter {
+        match self {
+            Counter::Bytes(b) => b,
+            Counter::Python(p) => p,
+        }
+    }
+
+    /// The error the Python counter raised, if any. **O(1)**.
+    fn take_error(&self) -> PyResult<()> {
+        match self {
+            Counter::Python(p) => p.error.borrow_mut().take().map_or(Ok(()), Err),
+            Counter::Bytes(_) => Ok(()),
+        }
+    }
+}
+
+/// Reads `text` as `format` with `counter`, raising the counter's error first.
+/// **O(len)**.
+fn read(py: Python<'_>, text: &str, format: Format, counter: &Counter<'_>) -> PyResult<Transcript> {
+    let t = format::read(text, format, counter.get());
+    counter.take_error()?;
+    t.map_err(|e| errors::format(py, &e))
+}
+
+/// One broken provider rule, as `check` reports it.
+#[pyclass(frozen, eq, get_all, module = "cutpoint._native", name = "Violation")]
+#[derive(Clone, PartialEq)]
+pub(crate) struct PyViolation {
+    /// The rule's short name (`openai-chat/tool-call-without-response`, ...).
+    rule: &'static str,
+    /// Index of the message that breaks it (0-based, in log order).
+    message: usize,
+    /// 1-based line of the input where that message starts.
+    line: usize,
+    /// The call id concerned, if any.
+    call_id: Option<String>,
+    /// For an unanswered call: whether nothing but calls, results and reasoning follow
+    /// it (still in flight at the very end of the log).
+    pending_at_end: bool,
+    /// The provider's error text for it.
+    text: String,
+    /// The library's one-line rendering (`LINE: rule: call_id text ...`).
+    display: String,
+}
+
+#[pymethods]
+impl PyViolation {
+    fn __str__(&self) -> String {
+        self.display.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Violation(rule={:?}, message={}, line={}, call_id={}, pending_at_end={})",
+            self.rule,
+            self.message,
+            self.line,
+            self.call_id
+                .as_deref()
+                .map_or_else(|| "None".to_owned(), |c| format!("{c:?}")),
+            if self.pending_at_end { "True" } else { "False" }
+        )
+    }
+}
+
+/// The name of the format `text` is in (`auto`'s answer). **O(len)** for a JSON
+/// document, **O(sample)** for JSON lines.
+#[pyfunction]
+pub(crate) fn detect(py: Python<'_>, text: &str) -> PyResult<&'static str> {
+    guarded(py, || {
+        format::detect(text)
+            .map(Format::name)
+            .map_err(|e| errors::format(py, &e))
+    })
+}
+
+/// The provider-rule violations of the log `text` in `format`, in message order.
+/// **O(len)**.
+#[pyfunction]
+#[pyo3(signature = (text, format = "auto"))]
+pub(crate) fn check(py: Python<'_>, text: &str, format: &str) -> PyResult<Vec<PyViolation>> {
+    guarded(py, || {
+        let format = format_of(py, text, format)?;
+        let t = read(py, text, format, &Counter::new(None))?;
+        Ok(format::check_rules(&t)
+            .into_iter()
+            .map(|v| PyViolation {
+                rule: v.rule.name(),
+                message: v.message,
+                line: v.line,
+                call_id: v.call_id.as_ref().map(ToString::to_string),
+                pending_at_end: v.pending_at_end,
+                display: v.to_string(),
+                text: v.text,
+            })
+            .collect())
+    })
+}
+
+/// The legal cuts of the log's live history, as message indices (records for the
+/// records format), increasing. **O(len)**.
+#[pyfunction]
+#[pyo3(signature = (text, format = "auto"))]
+pub(crate) fn legal_cuts(py: Python<'_>, text: &str, format: &str) -> PyResult<Vec<usize>> {
+    guarded(py, || {
+        let format = format_of(py, text, format)?;
+        let t = read(py, text, format, &Counter::new(None))?;
+        t.legal_message_cuts().map_err(|e| errors::append(py, &e))
+    })
+}
+
+/// Tokens of the log's live history (after its last compaction boundary), counted
+/// as `compact` counts them: with `token_counter` (`str -> int`, called once per
+/// content block's JSON text), else the library's estimate of a token per 4 bytes.
+/// **O(len)**.
+#[pyfunction]
+#[pyo3(signature = (text, format = "auto", token_counter = None))]
+pub(crate) fn count_tokens<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    token_counter: Option<Bound<'py, PyAny>>,
+) -> PyResult<u64> {
+    let counter = Counter::new(token_counter);
+    guarded(py, || {
+        let format = format_of(py, text, format)?;
+        let t = read(py, text, format, &counter)?;
+        Ok(live_tokens(&t))
+    })
+}
+
+/// The options of the `summarize` strategy.
+struct Summarize {
+    /// Tokens the compacted log may hold at most (the live history).
+    budget: Option<u64>,
+    /// Tokens to compact, counted from the start (head included).
+    target: Option<u64>,
+    /// How far the cut may move from the target.
+    lookback: Option<u64>,
+    /// Messages (records, for the records format) pinned at the front.
+    keep_head: usize,
+    /// Prose that heads the summary's ledger.
+    summary: String,
+    /// Which way to move from the target.
+    direction: Option<Direction>,
+}
+
+/// The summary's prose when the caller gives none.
+const DEFAULT_SUMMARY: &str = "Earlier conversation, compacted.";
+
+/// The options `summarize` takes, for the error that names an unknown one.
+const SUMMARIZE_OPTIONS: &str = "budget, target, lookback, keep_head, summary, direction";
+
+impl Summarize {
+    /// Reads the options from `options` (`None` values are unset). **O(options)**.
+    fn from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut out = Summarize {
+            budget: None,
+            target: None,
+            lookback: None,
+            keep_head: 0,
+            summary: DEFAULT_SUMMARY.to_owned(),
+            direction: None,
+        };
+        let Some(options) = options else {
+            return Ok(out);
+        };
+        for (key, value) in options.iter() {
+            let key: String = key.extract()?;
+            if value.is_none() {
+                continue;
+            }
+            match key.as_str() {
+                "budget" => out.budget = Some(value.extract()?),
+                "target" => out.target = Some(value.extract()?),
+                "lookback" => out.lookback = Some(value.extract()?),
+                "keep_head" => out.keep_head = value.extract()?,
+                "summary" => out.summary = value.extract()?,
+                "direction" => {
+                    let name: String = value.extract()?;
+                    out.direction = Some(match name.as_str() {
+                        "back" => Direction::WalkBack,
+                        "forward" => Direction::Forward,
+                        other => {
+                            return Err(PyValueError::new_err(format!(
+                                "direction must be \"back\" or \"forward\", not {other:?}"
+                            )));
+                        }
+                    });
+                }
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "strategy \"summarize\" takes no option {other:?}; it takes: {SUMMARIZE_OPTIONS}"
+                    )));
+                }
+            }
+        }
+        match (out.budget, out.target) {
+            (None, None) => Err(PyTypeError::new_err(
+                "strategy \"summarize\" needs budget= (tokens to keep at most) or target= (tokens to compact)",
+            )),
+            (Some(_), Some(_)) => Err(PyTypeError::new_err(
+                "strategy \"summarize\" takes budget= or target=, not both",
+            )),
+            _ => Ok(out),
+        }
+    }
+
+    /// The window for a token target: with a budget, forward (compact at least the
+    /// target) with no limit on how far unless a lookback is given; with a target,
+    /// the library's defaults (walk back, 15% lookback). **O(1)**.
+    fn window(&self, target: u64) -> Window {
+        let budgeted = self.budget.is_some();
+        let mut window = Window::new(target).direction(self.direction.unwrap_or(if budgeted {
+            Direction::Forward
+        } else {
+            Direction::WalkBack
+        }));
+        match (self.lookback, budgeted) {
+            (Some(l), _) => window = window.lookback(l),
+            (None, true) => window = window.lookback(u64::MAX),
+            (None, false) => {}
+        }
+        window
+    }
+}
+
+/// What a compaction did, before it becomes a Python dict.
+struct Outcome {
+    /// The compacted log, or `None` when nothing changed.
+    text: Option<String>,
+    /// First summarized message (record), and first retained one.
+    head: usize,
+    cut: usize,
+    /// Tokens of the live history before and after.
+    tokens_before: u64,
+    tokens_after: u64,
+    /// Tokens of the summarized region.
+    summarized_tokens: u64,
+    /// The summarized pairs.
+    ledger: Vec<Unit>,
+    /// The summary message (line) as JSON text.
+    summary: Option<String>,
+}
+
+impl Outcome {
+    fn unchanged(tokens: u64) -> Self {
+        Outcome {
+            text: None,
+            head: 0,
+            cut: 0,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            summarized_tokens: 0,
+            ledger: Vec::new(),
+            summary: None,
+        }
+    }
+}
+
+/// The most passes a budget takes: each pass asks for the region to grow past the
+/// previous cut by what the summary left over the budget, so the cut only moves
+/// forward, and a pass that cannot move it ends the loop. Bounded so that a
+/// pathological ledger cannot loop long.
+const BUDGET_PASSES: usize = 8;
+
+/// One pass of a strategy at a token target.
+struct Pass<T> {
+    /// The first retained message (record).
+    cut: usize,
+    /// Tokens of the live history before `cut`.
+    prefix: u64,
+    /// Tokens of the live history after the compaction.
+    after: u64,
+    /// Tokens of the summarized region.
+    region: u64,
+    value: T,
+}
+
+/// What a pass came to.
+enum Step<T> {
+    Done(Pass<T>),
+    /// Nothing to compact past the pinned head.
+    Nothing,
+    /// No legal cut can be used yet (the error to raise if no earlier pass did better).
+    Deferred(PyErr),
+}
+
+/// Runs `pass` at the token target the options ask for: once for a target; for a
+/// budget, again with a larger target while the result is over the budget and the cut
+/// can still move (at most [`BUDGET_PASSES`] passes). Keeps the pass with the fewest
+/// tokens after it, and none when that saves nothing: a compaction that does not
+/// shrink the log is not made. **O(passes)** calls of `pass`.
+fn passes<T>(
+    opts: &Summarize,
+    before: u64,
+    head_tokens: u64,
+    len: usize,
+    mut pass: impl FnMut(u64) -> PyResult<Step<T>>,
+) -> PyResult<Option<Pass<T>>> {
+    let mut target = match (opts.budget, opts.target) {
+        (Some(budget), _) if before <= budget => return Ok(None),
+        (Some(budget), _) => (before - budget).saturating_add(head_tokens),
+        (None, target) => target.unwrap_or(0),
+    };
+    let mut best: Option<Pass<T>> = None;
+    let mut last_cut = None;
+    for _ in 0..BUDGET_PASSES {
+        let done = match pass(target)? {
+            Step::Done(done) => done,
+            Step::Nothing => break,
+            Step::Deferred(e) if best.is_none() => return Err(e),
+            Step::Deferred(_) => break,
+        };
+        if last_cut.is_some_and(|c| c >= done.cut) {
+            break;
+        }
+        last_cut = Some(done.cut);
+        let (cut, prefix, after, region) = (done.cut, done.prefix, done.after, done.region);
+        if best.as_ref().is_none_or(|b| after < b.after) {
+            best = Some(done);
+        }
+        match opts.budget {
+            Some(budget) if after > budget && cut < len => {
+                // after = (before - region) + summary.
+                let summary = (after + region).saturating_sub(before);
+                target = prefix.saturating_add(grow_by(after - budget, region, summary));
+            }
+            _ => break,
+        }
+    }
+    Ok(best.filter(|b| b.after < before))
+}
+
+/// How many more tokens a region must take in to lose `over` tokens, when its summary
+/// keeps about the share of a region's tokens this one's did: `summary / region` of
+/// what it takes in comes back in the ledger, so it takes in
+/// `over / (1 - summary / region)`. Twice `over` when the summary was as large as the
+/// region. Estimating the ledger's growth makes a budget take two passes, typically,
+/// where adding just `over` takes one pass per round of ledger growth. **O(1)**.
+fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
+    let saved = region.saturating_sub(summary);
+    if saved == 0 {
+        return over.saturating_mul(2);
+    }
+    let grown = u128::from(over) * u128::from(region) / u128::from(saved);
+    u64::try_from(grown).unwrap_or(u64::MAX).max(over)
+}
+
+/// Tokens of the live history of `t`. **O(messages)**.
+fn live_tokens(t: &Transcript) -> u64 {
+    t.messages[t.live_from()..]
+        .iter()
+        .fold(0u64, |a, m| a.saturating_add(m.tokens()))
+}
+
+/// `summarize` on a provider format or agent transcript: `format::rewrite::compact`,
+/// repeated while a budget is not met (see [`passes`]), each output read back to
+/// count its tokens exactly. **O(len)** per pass.
+fn summarize_transcript(
+    py: Python<'_>,
+    text: &str,
+    format: Format,
+    opts: &Summarize,
+    counter: &Counter<'_>,
+) -> PyResult<Outcome> {
+    let t = read(py, text, format, counter)?;
+    let live = t.live_from();
+    // prefix[k]: tokens of the live messages before message `live + k`.
+    let mut prefix = Vec::with_capacity(t.messages.len() - live + 1);
+    prefix.push(0u64);
+    for m in &t.messages[live..] {
+        prefix.push(prefix[prefix.len() - 1].saturating_add(m.tokens()));
+    }
+    let before = prefix[prefix.len() - 1];
+    let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
+    let head_tokens = tokens_before(live.saturating_add(opts.keep_head));
+    let best = passes(opts, before, head_tokens, t.messages.len(), |target| {
+        let done = match rewrite::compact(
+            &t,
+            text,
+            &opts.window(target),
+            opts.keep_head,
+            &opts.summary,
+        ) {
+            Ok(Some(done)) => done,
+            Ok(None) => return Ok(Step::Nothing),
+            Err(e @ rewrite::RewriteError::Plan(_)) => {
+                return Ok(Step::Deferred(errors::rewrite(py, &e)));
+            }
+            Err(e) => return Err(errors::rewrite(py, &e)),
+        };
+        let (after, summary) = if format.is_json_document() {
+            // The summary element exactly as the rewrite writes it into a document
+            // (the one ledger renderer's text in the format's shape), read alone to
+            // count it: the retained messages keep their counts, so no re-read of
+            // the whole output is needed.
+            let text = summary_text(&opts.summary, &done.ledger);
+            let message = rewrite::summary_message(format, &text, ByteEstimate.count(&text));
+            let alone = read(py, &format!("[{message}]"), format, counter)?;
+            let kept = before.saturating_sub(done.tokens);
+            (kept.saturating_add(live_tokens(&alone)), Some(message))
+        } else {
+            // JSON lines: the summary line takes context from its neighbours, and a
+            // Claude Code summary starts a new history; read the output back.
+            let out = read(py, &done.text, format, counter)?;
+            let summary = out.messages.get(done.head).map(|m| {
+                m.spans
+                    .iter()
+                    .map(|s| done.text.get(s.clone()).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            (live_tokens(&out), summary)
+        };
+        Ok(Step::Done(Pass {
+            cut: done.cut,
+            prefix: tokens_before(done.cut),
+            after,
+            region: done.tokens,
+            value: Outcome {
+                head: done.head,
+                cut: done.cut,
+                tokens_before: before,
+                tokens_after: after,
+                summarized_tokens: done.tokens,
+                ledger: done.ledger,
+                summary,
+                text: Some(done.text),
+            },
+        }))
+    })?;
+    Ok(best.map_or_else(|| Outcome::unchanged(before), |b| b.value))
+}
+
+/// `summarize` on records JSONL: `compact::Log::plan` per pass and one `apply`, the
+/// summary counted with `counter` over its text (the library's one ledger renderer).
+/// **O(len)** to read and write, **O(log n + r)** per plan.
+fn summarize_records(
+    py: Python<'_>,
+    text: &str,
+    opts: &Summarize,
+    counter: &Counter<'_>,
+) -> PyResult<Outcome> {
+    let mut log = Log::new();
+    for item in Reader::new(text.as_bytes()).entries() {
+        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
+        log.append(entry).map_err(|e| errors::append(py, &e))?;
+    }
+    let tracker = log.tracker();
+    let before = tracker.total_tokens();
+    let head_tokens = tracker
+        .tokens_before(opts.keep_head.min(tracker.len()))
+        .unwrap_or(0);
+    let best = passes(opts, before, head_tokens, log.len(), |target| {
+        let plan = match log.plan(&opts.window(target).keep_head(opts.keep_head)) {
+            Ok(plan) if plan.region.is_empty() => return Ok(Step::Nothing),
+            Ok(plan) => plan,
+            Err(e) => return Ok(Step::Deferred(errors::plan(py, &e))),
+        };
+        let summary_tokens = counter
+            .get()
+            .count(&summary_text(&opts.summary, &log.units(&plan)));
+        counter.take_error()?;
+        Ok(Step::Done(Pass {
+            cut: plan.region.end,
+            region: plan.region_tokens,
+            prefix: log
+                .tracker()
+                .tokens_before(plan.region.end)
+                .unwrap_or(before),
+            after: before - plan.region_tokens + summary_tokens,
+            value: (plan, summary_tokens),
+        }))
+    })?;
+    let Some(Pass {
+        value: (plan, summary_tokens),
+        ..
+    }) = best
+    else {
+        return Ok(Outcome::unchanged(before));
+    };
+    let ledger = log.units(&plan);
+    let applied = log
+        .apply(&plan, Some(opts.summary.clone()), summary_tokens)
+        .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+    let mut out = Vec::with_capacity(text.len());
+    let mut summary = None;
+    for (i, entry) in log.entries().iter().enumerate() {
+        let start = out.len();
+        write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        if Some(i) == applied.summary_at {
+            summary = Some(String::from_utf8_lossy(&out[start..out.len() - 1]).into_owned());
+        }
+    }
+    Ok(Outcome {
+        text: Some(String::from_utf8_lossy(&out).into_owned()),
+        head: plan.region.start,
+        cut: plan.region.end,
+        tokens_before: before,
+        tokens_after: log.tracker().total_tokens(),
+        summarized_tokens: plan.region_tokens,
+        ledger,
+        summary,
+    })
+}
+
+/// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a
+/// dict: `changed`, `text` (the compacted log in the input's format, `None` when
+/// unchanged), `head`, `cut`, `tokens_before`, `tokens_after`, `summarized_tokens`,
+/// `ledger` (dicts: `call_id`, `tool`, `arguments`, `status`, `first_line`),
+/// `summary` (the summary message as JSON text). **O(len)** per pass (at most
+/// `BUDGET_PASSES` passes to meet a budget).
+#[pyfunction]
+#[pyo3(signature = (text, format = "auto", strategy = "summarize", options = None, token_counter = None))]
+pub(crate) fn compact<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    strategy: &str,
+    options: Option<Bound<'py, PyDict>>,
+    token_counter: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let chosen = self::strategy(strategy)?;
+    let counter = Counter::new(token_counter);
+    let outcome = guarded(py, || {
+        let format = format_of(py, text, format)?;
+        match chosen {
+            Strategy::Summarize => {
+                let opts = Summarize::from_options(options.as_ref())?;
+                if format == Format::Records {
+                    summarize_records(py, text, &opts, &counter)
+                } else {
+                    summarize_transcript(py, text, format, &opts, &counter)
+                }
+            }
+        }
+    })?;
+    let dict = PyDict::new(py);
+    dict.set_item("strategy", strategy)?;
+    dict.set_item("changed", outcome.text.is_some())?;
+    dict.set_item("text", outcome.text)?;
+    dict.set_item("head", outcome.head)?;
+    dict.set_item("cut", outcome.cut)?;
+    dict.set_item("tokens_before", outcome.tokens_before)?;
+    dict.set_item("tokens_after", outcome.tokens_after)?;
+    dict.set_item("summarized_tokens", outcome.summarized_tokens)?;
+    let ledger = PyList::empty(py);
+    for unit in &outcome.ledger {
+        let u = PyDict::new(py);
+        u.set_item("call_id", unit.call_id.as_str())?;
+        u.set_item("tool", unit.tool.as_deref())?;
+        u.set_item("arguments", unit.arguments.as_deref())?;
+        u.set_item("status", unit.status.map(|s| s.name()))?;
+        u.set_item("first_line", unit.first_line.as_deref())?;
+        ledger.append(u)?;
+    }
+    dict.set_item("ledger", ledger)?;
+    dict.set_item("summary", outcome.summary)?;
+    Ok(dict)
+}
