@@ -408,6 +408,7 @@ fn edit_message(
         Format::Gemini => edit_content(text, "parts", edits, &GeminiPart),
         Format::OpenAiChat => edit_chat(message, text, edits).map(Some),
         Format::OpenAiResponses => edit_item(text, edits),
+        Format::GeminiCli => edit_gemini_cli(message, text, edits).map(Some),
         other => Err(format!("{other} messages are JSON lines")),
     }
 }
@@ -584,6 +585,94 @@ fn edit_chat(
     Ok(splice(text, splices))
 }
 
+/// A Gemini CLI message, its blocks as the reader gives them: `thoughts`, `content`,
+/// one call per `toolCalls` entry, then one result per `functionResponse` part of
+/// their `result`s (or the whole `result` when it has none). Thinking cleared is
+/// `thoughts: []`; a cleared result keeps its `functionResponse` (id and name) with a
+/// placeholder `response`; a cleared input is `args: {}`. **O(len)**.
+fn edit_gemini_cli(
+    message: &super::Message,
+    text: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+) -> Result<String, String> {
+    // Where each call's and each result's JSON is, in reading order.
+    let mut calls: Vec<Range<usize>> = Vec::new();
+    let mut results: Vec<(Range<usize>, bool)> = Vec::new();
+    if let Some(list) = field(text, "toolCalls")? {
+        let elements: Vec<&RawValue> =
+            serde_json::from_str(&text[list.clone()]).map_err(|e| format!("toolCalls: {e}"))?;
+        for raw in elements {
+            let call = span_of(text, raw);
+            let Some(result) = field(raw.get(), "result")? else {
+                calls.push(call);
+                continue;
+            };
+            let result_text = &raw.get()[result.clone()];
+            let at = call.start + result.start;
+            let parts: Vec<&RawValue> = if result_text.starts_with('[') {
+                serde_json::from_str(result_text).map_err(|e| format!("result: {e}"))?
+            } else {
+                Vec::new()
+            };
+            let mut answered = false;
+            for part in parts {
+                if let Some(response) = field(part.get(), "functionResponse")? {
+                    let p = span_of(result_text, part);
+                    let start = at + p.start + response.start;
+                    results.push((start..at + p.start + response.end, true));
+                    answered = true;
+                }
+            }
+            if !answered && result_text != "null" {
+                results.push((at..at + result_text.len(), false));
+            }
+            calls.push(call);
+        }
+    }
+    let mut splices: Splices = Vec::new();
+    let (mut nth_call, mut nth_result) = (0, 0);
+    for (k, (block, _)) in message.blocks.iter().enumerate() {
+        let edit = edits.get(&k).copied();
+        match block {
+            Block::Call { .. } => {
+                let call = calls.get(nth_call).cloned();
+                nth_call += 1;
+                if edit == Some(BlockEdit::ClearInput) {
+                    let call = call.ok_or_else(|| format!("no tool call {}", nth_call - 1))?;
+                    if let Some(args) = field(&text[call.clone()], "args")? {
+                        let at = call.start;
+                        splices.push((at + args.start..at + args.end, "{}".to_owned()));
+                    }
+                }
+            }
+            Block::Result { .. } => {
+                let result = results.get(nth_result).cloned();
+                nth_result += 1;
+                if edit == Some(BlockEdit::ClearResult) {
+                    let (range, part) =
+                        result.ok_or_else(|| format!("no tool result {}", nth_result - 1))?;
+                    if !part {
+                        splices.push((range, placeholder()));
+                    } else if let Some(r) = field(&text[range.clone()], "response")? {
+                        let at = range.start;
+                        splices.push((
+                            at + r.start..at + r.end,
+                            format!("{{\"result\":{}}}", placeholder()),
+                        ));
+                    }
+                }
+            }
+            Block::Reasoning if edit == Some(BlockEdit::DropThinking) => {
+                if let Some(r) = field(text, "thoughts")? {
+                    splices.push((r, "[]".to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(splice(text, splices))
+}
+
 /// An OpenAI Responses item (one block); `None` when it is dropped.
 fn edit_item(text: &str, edits: &BTreeMap<usize, BlockEdit>) -> Result<Option<String>, String> {
     let mut splices = Vec::new();
@@ -668,7 +757,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     let mut relink: HashMap<String, Option<String>> = HashMap::new();
     let mut last_uuid: Option<String> = None;
     let mut out = String::with_capacity(input.len());
-    for (_, span) in lines(input) {
+    for (line_no, span) in lines(input) {
         let body = &input[span.clone()];
         let Some(&(m, j)) = line_of.get(&span.start) else {
             if inside(span.start) {
@@ -703,7 +792,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                 let line = if edits.is_empty() {
                     Some(body.to_owned())
                 } else {
-                    edit_line(t, input, m, j, body, edits)
+                    edit_line(t, m, line_no, body, edits)
                         .map_err(|detail| EditError::Message { message: m, detail })?
                 };
                 match line {
@@ -796,13 +885,12 @@ fn summary_line(
     Ok(value.to_string())
 }
 
-/// Edits line `j` of message `m` (Claude Code: the blocks on that line; Codex: the
-/// item); `None` when nothing is left on the line.
+/// Edits line `line_no` (1-based) of message `m` (Claude Code: the blocks on that
+/// line; Codex: the item); `None` when nothing is left on the line.
 fn edit_line(
     t: &Transcript,
-    input: &str,
     m: usize,
-    j: usize,
+    line_no: usize,
     line: &str,
     edits: &BTreeMap<usize, BlockEdit>,
 ) -> Result<Option<String>, String> {
@@ -815,22 +903,14 @@ fn edit_line(
                 .map(|item| splice(line, vec![(payload, item)])))
         }
         Format::ClaudeCode => {
-            // Blocks are spread over the message's lines in order: find this line's.
-            let mut first_block = 0;
-            for span in &t.messages[m].spans[..j] {
-                first_block += line_blocks(input.get(span.clone()).unwrap_or(""))?;
-            }
-            let count = line_blocks(line)?;
-            let local: BTreeMap<usize, BlockEdit> = edits
-                .range(first_block..first_block + count)
-                .map(|(k, e)| (k - first_block, *e))
-                .collect();
-            if local.is_empty() {
-                return Ok(Some(line.to_owned()));
-            }
             let Some(message) = field(line, "message")? else {
                 return Err("no message".to_owned());
             };
+            let local =
+                claude_code_line_edits(&t.messages[m], line_no, &line[message.clone()], edits)?;
+            if local.is_empty() {
+                return Ok(Some(line.to_owned()));
+            }
             Ok(
                 edit_content(&line[message.clone()], "content", &local, &AnthropicBlock)?
                     .map(|msg| splice(line, vec![(message, msg)])),
@@ -840,23 +920,65 @@ fn edit_line(
     }
 }
 
-/// How many blocks a Claude Code line contributes (as the reader counts them: the
-/// content array's elements, or one).
-fn line_blocks(line: &str) -> Result<usize, String> {
-    if line.is_empty() {
-        return Ok(0);
+/// The edits of `message`'s blocks that fall on line `line_no`, keyed by the
+/// block's position in that line's content array (`api_message`, the line's
+/// `message` object). The reader puts a rebuilt message's results first, ahead of
+/// text read from earlier lines, so a block's place in the message does not give its
+/// place in the line; within one line, results keep their order and so do the other
+/// blocks, so the k-th result block of the line is the line's k-th `tool_result`
+/// element, and likewise for the rest. **O(blocks of the message + elements of the
+/// line)**.
+fn claude_code_line_edits(
+    message: &super::Message,
+    line_no: usize,
+    api_message: &str,
+    edits: &BTreeMap<usize, BlockEdit>,
+) -> Result<BTreeMap<usize, BlockEdit>, String> {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
     }
-    let Some(message) = field(line, "message")? else {
-        return Ok(1);
-    };
-    let Some(content) = field(&line[message.clone()], "content")? else {
-        return Ok(1);
-    };
-    let text = &line[message][content];
-    if !text.starts_with('[') {
-        return Ok(1);
+    let on_line = |k: &usize| message.block_lines.get(*k) == Some(&line_no);
+    if !edits.keys().any(on_line) {
+        return Ok(BTreeMap::new());
     }
-    let elements: Vec<&RawValue> =
-        serde_json::from_str(text).map_err(|e| format!("content: {e}"))?;
-    Ok(elements.len().max(1))
+    // Positions of the line's elements, results and the rest apart.
+    let (mut results, mut others) = (Vec::new(), Vec::new());
+    match field(api_message, "content")? {
+        Some(content) if api_message[content.clone()].starts_with('[') => {
+            let elements: Vec<&RawValue> =
+                serde_json::from_str(&api_message[content]).map_err(|e| format!("content: {e}"))?;
+            for (at, raw) in elements.iter().enumerate() {
+                let kind: Kind<'_> = serde_json::from_str(raw.get()).unwrap_or(Kind { kind: None });
+                if kind.kind.as_deref() == Some("tool_result") {
+                    results.push(at);
+                } else {
+                    others.push(at);
+                }
+            }
+        }
+        _ => others.push(0),
+    }
+    let mut local = BTreeMap::new();
+    let (mut nth_result, mut nth_other) = (0, 0);
+    for (k, (block, _)) in message.blocks.iter().enumerate() {
+        if !on_line(&k) {
+            continue;
+        }
+        let (list, nth) = if matches!(block, Block::Result { .. }) {
+            (&results, &mut nth_result)
+        } else {
+            (&others, &mut nth_other)
+        };
+        let at = list.get(*nth).copied();
+        *nth += 1;
+        if let Some(&edit) = edits.get(&k) {
+            let at = at.ok_or_else(|| {
+                format!("line {line_no}: block {k} is not among the line's content blocks")
+            })?;
+            local.insert(at, edit);
+        }
+    }
+    Ok(local)
 }

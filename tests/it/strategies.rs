@@ -745,6 +745,22 @@ fn truncate_names_every_call_it_drops() {
         .run(&mut log, &Goal::default().target(total - 100))
         .unwrap();
     assert_eq!(report.edits, [Edit::Removed { start: 0, end: 7 }]);
+    // With no target, or one out of reach, the latest request and what follows stay:
+    // never an empty log, never one without the current turn.
+    for goal in [Goal::default(), Goal::default().target(1)] {
+        let mut log = small();
+        let report = Truncate::default().run(&mut log, &goal).unwrap();
+        assert_eq!(report.edits, [Edit::Removed { start: 0, end: 11 }]);
+        assert_eq!(log.len(), 4);
+        assert!(check(&log).is_clean());
+    }
+    // A log of one turn has nothing truncate may drop.
+    let mut log = Log::from_entries(small().entries().iter().take(7).cloned()).unwrap();
+    let none = Truncate::default()
+        .run(&mut log, &Goal::default())
+        .unwrap_err();
+    assert_eq!(none.reason, Blocked::NothingEligible);
+    assert_eq!(log.len(), 7);
 }
 
 #[test]

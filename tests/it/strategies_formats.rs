@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use cutpoint::RecordKind;
 use cutpoint::compact::pipeline::{Preset, Progress, Step};
 use cutpoint::compact::strategy::{
-    Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly, Slide, StepReport,
-    Strategy, Summarize, Truncate,
+    CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly,
+    Slide, StepReport, Strategy, Summarize, Truncate,
 };
 use cutpoint::format::edit::{log_of, write};
 use cutpoint::format::{self, ByteEstimate, Format, Transcript, check_rules};
@@ -286,6 +286,45 @@ fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)])
             }
         }
     }
+    // What one step reports it did is in the output: each cleared result's
+    // placeholder, each cleared thinking block gone.
+    if let [only] = steps.as_slice() {
+        let placeholders = |s: &str| s.matches(CLEARED_RESULT_TEXT).count();
+        let cleared = only
+            .edits
+            .iter()
+            .filter(|e| matches!(e, Edit::ClearedResult { .. }))
+            .count();
+        assert_eq!(
+            placeholders(&out) - placeholders(text),
+            cleared,
+            "{name}: {} cleared results reported, not all written",
+            cleared
+        );
+        let thinking = |t: &Transcript| {
+            t.messages
+                .iter()
+                .flat_map(|m| &m.blocks)
+                .filter(|(b, _)| matches!(b, format::Block::Reasoning))
+                .count()
+        };
+        let dropped = only
+            .edits
+            .iter()
+            .filter(|e| matches!(e, Edit::ClearedThinking { .. }))
+            .count();
+        let regions = only
+            .edits
+            .iter()
+            .any(|e| matches!(e, Edit::Replaced { .. } | Edit::Removed { .. }));
+        if !regions {
+            assert_eq!(
+                thinking(&t) - thinking(&back),
+                dropped,
+                "{name}: {dropped} thinking blocks reported cleared"
+            );
+        }
+    }
     // The edited log itself stays valid.
     log.assert_invariants();
     built.log = log;
@@ -322,12 +361,31 @@ proptest! {
     }
 }
 
-/// Every real transcript, every strategy alone and every preset: read back clean of
-/// new rule violations, every call id kept or named.
+/// Every real transcript in tests/fixtures/transcripts a format claims, every
+/// strategy alone and every preset: read back clean of new rule violations, every call
+/// id kept or named, every reported edit written.
 #[test]
 fn strategies_write_back_every_real_transcript() {
-    for (name, format) in FIXTURES {
-        let (text, t) = read_fixture(name);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "SOURCES.md")
+        .collect();
+    files.sort();
+    let mut formats = BTreeSet::new();
+    for name in &files {
+        let name = name.as_str();
+        let text = crate::transcripts::fixture(name);
+        let Ok(format) = format::detect(&text) else {
+            continue;
+        };
+        if format == Format::Records {
+            continue;
+        }
+        formats.insert(format.name());
+        let t =
+            format::read(&text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{name}: {e}"));
         let total = t.total_tokens();
         let mut rng = Rng::new(name.len() as u64);
         for strategy in strategies(&mut rng) {
@@ -352,6 +410,46 @@ fn strategies_write_back_every_real_transcript() {
             check_edit(name, &text, format, &plan);
         }
     }
+    for f in [
+        Format::ClaudeCode,
+        Format::CodexRollout,
+        Format::OpenAiChat,
+        Format::GeminiCli,
+    ] {
+        assert!(formats.contains(f.name()), "no fixture of {f}: {formats:?}");
+    }
+}
+
+/// A Claude Code user message rebuilt from two lines, the result's line after the
+/// text typed while the tool ran (the reader puts the result first): clearing the
+/// result edits the result's line, not the text's.
+#[test]
+fn a_result_read_ahead_of_earlier_text_is_cleared_on_its_own_line() {
+    let lines = [
+        json!({"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"do it"}}),
+        json!({"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}),
+        json!({"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"typed while it ran"}]}}),
+        json!({"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"s","sourceToolAssistantUUID":"a1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x".repeat(4000)}]}}),
+        json!({"type":"assistant","uuid":"a2","parentUuid":"u3","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}),
+        json!({"type":"user","uuid":"u4","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":"next"}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let t = format::read(&text, Format::ClaudeCode, &ByteEstimate).unwrap();
+    assert!(
+        matches!(t.messages[2].blocks[0].0, format::Block::Result { .. }),
+        "the reader puts the result first"
+    );
+    let clear = Strategy::Clear(Clear::default().keep_tool_uses(0));
+    let out = check_edit(
+        "rebuilt",
+        &text,
+        Format::ClaudeCode,
+        &[(clear, Goal::default())],
+    );
+    let out: Vec<&str> = out.lines().collect();
+    assert!(out[3].contains(CLEARED_RESULT_TEXT), "{}", out[3]);
+    assert!(!out[3].contains("xxxx"), "{}", out[3]);
+    assert_eq!(out[2], lines[2].to_string());
 }
 
 /// A pipeline run through `Progress` on a real transcript's log: a second run on the

@@ -8,14 +8,18 @@ use crate::{CallId, RecordKind};
 /// Drops the oldest region, from the first legal cut at or after the pinned head to
 /// the nearest legal cut that brings the log down to the goal's target (all the way
 /// to the floors without a target, or when the target is out of reach), with no
-/// summary: what nothing else could keep. Every call id the region held (its calls
+/// summary: what nothing else could keep. It never goes past the last user message
+/// that starts at a legal cut: the latest request always stays (with no such message
+/// after the head, it never drops everything after the head). Every call id the region held (its calls
 /// and the calls its summaries cover) is named in
 /// [`StepReport::dropped_calls`]; pairs go whole, so pairing stays intact for what is
 /// left. With no pinned head the region ends where a user message starts (or at the
 /// end), so the retained log starts with one.
 ///
-/// **O(log n + r)** for a region of `r` records (a forward search of the prefix
-/// sums, then the region read once for its ids), plus the region replacement.
+/// **O(log n + r + k)** for a region of `r` records (a forward search of the prefix
+/// sums, then the region read once for its ids) and `k` user turns looked at from the
+/// end for the latest one starting at a legal cut (usually 1), plus the region
+/// replacement.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 #[non_exhaustive]
 pub struct Truncate {}
@@ -62,6 +66,16 @@ impl Truncate {
                 c -= 1;
             }
             end = c;
+        }
+        // The latest request stays: never past the last user message after the head
+        // (a log truncated to nothing, or to its pinned head, answers nobody).
+        let last_request = (1..)
+            .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
+            .find(|&c| t.is_legal_cut(c));
+        if let Some(last_user) = last_request {
+            end = end.min(last_user);
+        } else if end == len {
+            end = span.head;
         }
         let mut left = LeftAlone::default();
         if end <= span.head {
