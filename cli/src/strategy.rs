@@ -5,15 +5,12 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use cutpoint::compact::Log;
-use cutpoint::compact::pipeline::{
-    Pipeline, PipelineReport, Preset, Progress, Stage, Step, Target, Trigger,
-};
+use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
 use cutpoint::compact::strategy::{
-    Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Prose, Slide, StepReport,
-    Strategy, Summarize, SummaryRequest, Truncate,
+    Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Prose, Slide, Strategy,
+    Summarize, SummaryRequest, Truncate,
 };
-use cutpoint::format::edit::{log_of, write};
+use cutpoint::format::edit;
 use cutpoint::format::records::write_entry;
 use cutpoint::format::{ByteEstimate, Format};
 use serde_json::{Value, json};
@@ -169,14 +166,7 @@ impl StrategyArgs {
                 p.budget = budget;
                 p
             }
-            Choice::One(kind) => {
-                let target = budget.map_or(Target::Everything, Target::Tokens);
-                let trigger = budget.map_or(Trigger::Always, Trigger::TokensAbove);
-                let mut p =
-                    Pipeline::new().stage(Stage::new(self.strategy(kind), trigger).target(target));
-                p.budget = budget;
-                p
-            }
+            Choice::One(kind) => Pipeline::one(self.strategy(kind), budget),
         };
         let mut floors = if choice == Choice::Pipeline {
             pipeline.floors
@@ -237,27 +227,21 @@ pub(crate) fn run(
     let Ok(text) = source.text() else {
         return exit::bad_input(&format!("{name}: not UTF-8 text"));
     };
-    let built = match log_of(&transcript) {
-        Ok(b) => b,
-        Err(e) => return exit::bad_input(&format!("{name}: {e}")),
-    };
     // The pinned head counts messages of the live history here.
-    let head_message = transcript.live_from().saturating_add(keep_head);
-    let head = built
-        .owner
-        .partition_point(|&m| m < head_message)
-        .max(built.pinned);
-    let pipeline = args.pipeline(choice, head);
-    let mut log: Log = built.log.clone();
-    let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
-    let steps: Vec<&StepReport> = report.ran().collect();
-    let out = match write(&transcript, text, &built, &steps, &log) {
-        Ok(out) => out,
-        Err(e) => return exit::bad_input(&format!("{name}: {e}")),
-    };
-    finish(args, &report, || {
-        let _ = io::stdout().lock().write_all(out.as_bytes());
-    })
+    let pipeline = args.pipeline(choice, 0);
+    match edit::run(
+        &transcript,
+        text,
+        &pipeline,
+        keep_head,
+        &mut progress,
+        &mut prose,
+    ) {
+        Ok(done) => finish(args, &done.report, || {
+            let _ = io::stdout().lock().write_all(done.text.as_bytes());
+        }),
+        Err(e) => exit::bad_input(&format!("{name}: {e}")),
+    }
 }
 
 /// Prints the report (JSON lines with `--report`, one line otherwise) and the log,

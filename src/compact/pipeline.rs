@@ -354,6 +354,28 @@ impl Pipeline {
         Pipeline::default()
     }
 
+    /// One strategy as a pipeline: with a budget, a stage that fires above it and
+    /// stops once the log fits; without one, a stage that always runs and takes all it
+    /// may. No floors (set them with [`floors`](Pipeline::floors)). **O(1)**.
+    ///
+    /// ```
+    /// use cutpoint::compact::pipeline::{Pipeline, Target, Trigger};
+    /// use cutpoint::compact::strategy::{Strategy, Truncate};
+    /// let p = Pipeline::one(Strategy::Truncate(Truncate::default()), Some(8_000));
+    /// assert_eq!(p.budget, Some(8_000));
+    /// assert_eq!(p.stages[0].trigger, Trigger::TokensAbove(8_000));
+    /// assert_eq!(p.stages[0].target, Target::Tokens(8_000));
+    /// ```
+    pub fn one(strategy: Strategy, budget: Option<u64>) -> Self {
+        let target = budget.map_or(Target::Everything, Target::Tokens);
+        let trigger = budget.map_or(Trigger::Always, Trigger::TokensAbove);
+        Pipeline {
+            stages: vec![Stage::new(strategy, trigger).target(target)],
+            floors: Floors::none(),
+            budget,
+        }
+    }
+
     /// Adds a stage. **O(1)** amortized.
     #[must_use]
     pub fn stage(mut self, stage: Stage) -> Self {

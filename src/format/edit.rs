@@ -30,7 +30,8 @@ use serde_json::value::RawValue;
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, Transcript, rewrite};
 use crate::AppendError;
-use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport};
+use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
+use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport, Summarizer};
 use crate::compact::{Entry, Fnv1a, Log, Payload, summary_text};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
@@ -49,6 +50,75 @@ pub struct TranscriptLog {
     /// compaction boundary (a Codex `compacted` item, Claude Code's summary), which a
     /// strategy must not edit or summarize away.
     pub pinned: usize,
+}
+
+/// A pipeline run on a transcript, written back in the transcript's format.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Compacted {
+    /// The transcript after the run, in its own format (the input, byte for byte,
+    /// when no stage changed anything).
+    pub text: String,
+    /// What each stage did, and the tokens before and after.
+    pub report: PipelineReport,
+}
+
+/// Runs `pipeline` on the live history of `t` (read from `input`) and writes the
+/// result back in `t`'s format: the one way the CLI and the bindings run strategies
+/// on a provider transcript. `keep_head` pins the first messages of the live history
+/// (with the message a compaction boundary opens it with, always); the pipeline's
+/// own `floors.keep_head` is in records of the log and the larger of the two holds.
+/// `progress` remembers stalled stages across runs on the same transcript;
+/// `summarizer` writes the summarize stages' prose. **O(len + edits)** plus what the
+/// stages cost.
+///
+/// ```
+/// use cutpoint::compact::pipeline::{Pipeline, Progress};
+/// use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy};
+/// use cutpoint::format::{self, ByteEstimate, Format};
+/// let text = r#"[
+///   {"role": "user", "content": "list the files"},
+///   {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+///     "function": {"name": "ls", "arguments": "{}"}}]},
+///   {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt c.txt d.txt e.txt f.txt g.txt h.txt i.txt"},
+///   {"role": "assistant", "content": "Nine files."},
+///   {"role": "user", "content": "thanks"}
+/// ]"#;
+/// let t = format::read(text, Format::OpenAiChat, &ByteEstimate)?;
+/// let clear = Strategy::Clear(Clear::default().keep_tool_uses(0));
+/// let done = format::edit::run(&t, text, &Pipeline::one(clear, None), 0, &mut Progress::new(), &mut LedgerOnly)?;
+/// assert!(done.text.contains("[tool result cleared to save context]"));
+/// assert!(done.report.tokens_after < done.report.tokens_before);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`EditError`]: the transcript's records refused by the tracker, a message that
+/// cannot be re-read, or records JSONL (run the pipeline on a [`Log`] instead).
+pub fn run(
+    t: &Transcript,
+    input: &str,
+    pipeline: &Pipeline,
+    keep_head: usize,
+    progress: &mut Progress,
+    summarizer: &mut dyn Summarizer,
+) -> Result<Compacted, EditError> {
+    if t.format == Format::Records {
+        return Err(EditError::Unsupported(t.format));
+    }
+    let built = log_of(t)?;
+    let head_message = t.live_from().saturating_add(keep_head);
+    let head = built
+        .owner
+        .partition_point(|&m| m < head_message)
+        .max(built.pinned);
+    let mut pipeline = pipeline.clone();
+    pipeline.floors.keep_head = pipeline.floors.keep_head.max(head);
+    let mut log = built.log.clone();
+    let report = pipeline.run_with(&mut log, progress, summarizer);
+    let steps: Vec<&StepReport> = report.ran().collect();
+    let text = write(t, input, &built, &steps, &log)?;
+    Ok(Compacted { text, report })
 }
 
 /// Why an edited transcript could not be written.
