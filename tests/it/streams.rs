@@ -748,6 +748,7 @@ pub(crate) fn fed(items: &[Decoded]) -> Log {
 
 #[test]
 fn streaming_each_recording_into_a_log_equals_appending_the_finished_records() {
+    let mut signed_in_all = 0;
     for (name, format, bytes) in recordings() {
         let (items, _) = decode_all(format, &bytes);
         let live = fed(&items);
@@ -769,6 +770,27 @@ fn streaming_each_recording_into_a_log_equals_appending_the_finished_records() {
             "{name}: {:?}",
             report.violations
         );
+        // Every thinking record streamed is reasoning to the compaction layer (so
+        // clear-thinking finds it), signed when the provider signed it.
+        let opened = items
+            .iter()
+            .filter(|d| matches!(&d.detail, Detail::Opened(Content::Thinking { .. })))
+            .count();
+        let signed = items
+            .iter()
+            .filter(|d| {
+                matches!(&d.detail, Detail::Closed(Content::Thinking { signature, redacted, .. })
+                    if signature.is_some() || *redacted)
+            })
+            .count();
+        let reasoning: Vec<bool> = live
+            .entries()
+            .iter()
+            .filter_map(|e| e.reasoning())
+            .collect();
+        assert_eq!(reasoning.len(), opened, "{name}");
+        assert_eq!(reasoning.iter().filter(|s| **s).count(), signed, "{name}");
+        signed_in_all += signed;
         // The same through a bare tracker.
         let mut tracker = cutpoint::Tracker::new();
         for item in &items {
@@ -776,6 +798,10 @@ fn streaming_each_recording_into_a_log_equals_appending_the_finished_records() {
         }
         assert_eq!(tracker.observe(), live.tracker().observe(), "{name}");
     }
+    assert!(
+        signed_in_all >= 3,
+        "signed thinking in the recordings: {signed_in_all}"
+    );
 }
 
 proptest! {

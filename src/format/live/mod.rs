@@ -322,8 +322,10 @@ impl Content {
     }
 
     /// The payload a [`compact::Log`](crate::compact::Log) keeps for the record: a
-    /// call's name and arguments, a server result's status and content; nothing for
-    /// text and thinking. **O(len)** (the text is copied).
+    /// call's name and arguments, a server result's status and content, thinking as
+    /// [`Payload::Reasoning`] (signed when it carries a signature or is redacted), so
+    /// the compaction strategies know it; nothing for text. **O(len)** (the text is
+    /// copied).
     pub fn payload(&self) -> Payload {
         match self {
             Content::Call {
@@ -351,6 +353,13 @@ impl Content {
                     content: Some(content.clone()),
                 }
             }
+            Content::Thinking {
+                signature,
+                redacted,
+                ..
+            } => Payload::Reasoning {
+                signed: signature.is_some() || *redacted,
+            },
             _ => Payload::None,
         }
     }
