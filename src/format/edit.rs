@@ -32,7 +32,7 @@ use super::{Block, Format, Role, Transcript, rewrite};
 use crate::AppendError;
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
 use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport, Summarizer};
-use crate::compact::{Entry, Fnv1a, Log, Payload, summary_text};
+use crate::compact::{Entry, Log, Payload, summary_text};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
 /// from.
@@ -775,27 +775,6 @@ struct Chain<'a> {
     parent: Option<&'a RawValue>,
 }
 
-/// A uuid-shaped id for a summary line, derived from its text and position (stable
-/// across runs).
-fn summary_uuid(text: &str, at: usize) -> String {
-    let hash = |bytes: &[u8]| {
-        let mut h = Fnv1a::new();
-        h.eat(bytes);
-        h.finish()
-    };
-    let h1 = hash(text.as_bytes()) ^ at as u64;
-    let h2 = hash(&h1.to_le_bytes());
-    let hex = format!("{h1:016x}{h2:016x}");
-    format!(
-        "{}-{}-4{}-8{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[13..16],
-        &hex[17..20],
-        &hex[20..32]
-    )
-}
-
 /// A JSONL format, line by line.
 fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<String, EditError> {
     // Which message (and which of its lines) each line belongs to.
@@ -945,7 +924,10 @@ fn summary_line(
             map.entry(k).or_insert(v);
         }
         if format == Format::ClaudeCode {
-            map.insert("uuid".to_owned(), summary_uuid(text, at).into());
+            map.insert(
+                "uuid".to_owned(),
+                rewrite::uuid(text, &["summary line", &at.to_string()]).into(),
+            );
             map.insert(
                 "parentUuid".to_owned(),
                 parent.clone().map_or(serde_json::Value::Null, Into::into),

@@ -512,7 +512,7 @@ fn records_summary(parts: &SummaryParts, tokens: u64) -> String {
 
 /// A deterministic UUID-shaped id for a record cutpoint writes: a hash of the input
 /// and `salt`. **O(len)**.
-fn uuid(input: &str, salt: &[&str]) -> String {
+pub(crate) fn uuid(input: &str, salt: &[&str]) -> String {
     let hash = |seed: u64| {
         let state = foldhash::fast::FixedState::with_seed(seed);
         state.hash_one((input, salt))

@@ -70,6 +70,15 @@ use std::hash::{BuildHasher, Hasher};
 
 mod fingerprint;
 mod fp_map;
+#[cfg_attr(
+    not(feature = "testing"),
+    expect(
+        unreachable_pub,
+        dead_code,
+        reason = "public for the hidden `testing` feature (benches and tests probe the set \
+                  directly); without it the tracker uses a subset, privately"
+    )
+)]
 mod used;
 
 pub(crate) use fingerprint::Fingerprint;
