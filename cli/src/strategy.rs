@@ -236,6 +236,7 @@ pub(crate) fn run(
         keep_head,
         &mut progress,
         &mut prose,
+        &ByteEstimate,
     ) {
         Ok(done) => finish(args, &done.report, || {
             let _ = io::stdout().lock().write_all(done.text.as_bytes());

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
-use super::{Block, Format, Role, Transcript, rewrite};
+use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
 use crate::AppendError;
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
 use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport, Summarizer};
@@ -59,9 +59,17 @@ pub struct Compacted {
     /// The transcript after the run, in its own format (the input, byte for byte,
     /// when no stage changed anything).
     pub text: String,
-    /// What each stage did, and the tokens before and after.
+    /// What each stage did, round after round (see [`run`]); `tokens_after` is the
+    /// output's live history read back with the caller's counter, not the
+    /// strategies' estimate.
     pub report: PipelineReport,
+    /// How many times the pipeline ran: 1, or more when the written output read back
+    /// over the budget.
+    pub rounds: usize,
 }
+
+/// The most rounds [`run`] makes to bring a written output under its budget.
+pub const MAX_ROUNDS: usize = 3;
 
 /// Runs `pipeline` on the live history of `t` (read from `input`) and writes the
 /// result back in `t`'s format: the one way the CLI and the bindings run strategies
@@ -69,8 +77,16 @@ pub struct Compacted {
 /// (with the message a compaction boundary opens it with, always); the pipeline's
 /// own `floors.keep_head` is in records of the log and the larger of the two holds.
 /// `progress` remembers stalled stages across runs on the same transcript;
-/// `summarizer` writes the summarize stages' prose. **O(len + edits)** plus what the
-/// stages cost.
+/// `summarizer` writes the summarize stages' prose.
+///
+/// The strategies size what they write (placeholders, digests, summaries) by an
+/// estimate; the written JSON (escaped arguments, the provider's message shape) can
+/// read back larger. So the output is read back with `counter` (the counter `t` was
+/// read with) and the report's `tokens_after` is that count; while it is over the
+/// pipeline's budget and the last round changed something, the pipeline runs again
+/// on the output, at most [`MAX_ROUNDS`] rounds in all. A budget the report says is
+/// met therefore holds for the text returned. **O(len + edits)** per round plus what
+/// the stages cost.
 ///
 /// ```
 /// use cutpoint::compact::pipeline::{Pipeline, Progress};
@@ -86,15 +102,20 @@ pub struct Compacted {
 /// ]"#;
 /// let t = format::read(text, Format::OpenAiChat, &ByteEstimate)?;
 /// let clear = Strategy::Clear(Clear::default().keep_tool_uses(0));
-/// let done = format::edit::run(&t, text, &Pipeline::one(clear, None), 0, &mut Progress::new(), &mut LedgerOnly)?;
+/// let pipeline = Pipeline::one(clear, None);
+/// let done = format::edit::run(&t, text, &pipeline, 0, &mut Progress::new(), &mut LedgerOnly, &ByteEstimate)?;
 /// assert!(done.text.contains("[tool result cleared to save context]"));
 /// assert!(done.report.tokens_after < done.report.tokens_before);
+/// // The report's count is the output's, read back.
+/// let back = format::read(&done.text, Format::OpenAiChat, &ByteEstimate)?;
+/// assert_eq!(done.report.tokens_after, back.live_tokens());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
 /// [`EditError`]: the transcript's records refused by the tracker, a message that
-/// cannot be re-read, or records JSONL (run the pipeline on a [`Log`] instead).
+/// cannot be re-read, an output that does not read back, or records JSONL (run the
+/// pipeline on a [`Log`] instead).
 pub fn run(
     t: &Transcript,
     input: &str,
@@ -102,10 +123,57 @@ pub fn run(
     keep_head: usize,
     progress: &mut Progress,
     summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
 ) -> Result<Compacted, EditError> {
     if t.format == Format::Records {
         return Err(EditError::Unsupported(t.format));
     }
+    let mut report = round(t, input, pipeline, keep_head, progress, summarizer)?;
+    let mut rounds = 1;
+    let mut text = std::mem::take(&mut report.1);
+    let mut report = report.0;
+    loop {
+        let back =
+            super::read(&text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
+        report.tokens_after = back.live_tokens();
+        let changed = report.ran().any(|r| !r.edits.is_empty());
+        let over = report.budget.is_some_and(|b| report.tokens_after > b);
+        if !over || !changed || rounds == MAX_ROUNDS {
+            break;
+        }
+        // Stalls remembered on the last round's log mean nothing on a new one.
+        let (next, out) = round(
+            &back,
+            &text,
+            pipeline,
+            keep_head,
+            &mut Progress::new(),
+            summarizer,
+        )?;
+        rounds += 1;
+        let progressed = next.ran().any(|r| !r.edits.is_empty());
+        report.steps.extend(next.steps);
+        if !progressed {
+            break;
+        }
+        text = out;
+    }
+    Ok(Compacted {
+        text,
+        report,
+        rounds,
+    })
+}
+
+/// One round of [`run`]: the pipeline on `t`'s log, written back.
+fn round(
+    t: &Transcript,
+    input: &str,
+    pipeline: &Pipeline,
+    keep_head: usize,
+    progress: &mut Progress,
+    summarizer: &mut dyn Summarizer,
+) -> Result<(PipelineReport, String), EditError> {
     let built = log_of(t)?;
     let head_message = t.live_from().saturating_add(keep_head);
     let head = built
@@ -118,7 +186,7 @@ pub fn run(
     let report = pipeline.run_with(&mut log, progress, summarizer);
     let steps: Vec<&StepReport> = report.ran().collect();
     let text = write(t, input, &built, &steps, &log)?;
-    Ok(Compacted { text, report })
+    Ok((report, text))
 }
 
 /// Why an edited transcript could not be written.
@@ -139,6 +207,10 @@ pub enum EditError {
         /// What went wrong.
         detail: String,
     },
+    /// The written output does not read back in its own format (a bug: please
+    /// report it with the input).
+    #[error("the output does not read back: {0}")]
+    Reread(String),
     /// Records JSONL is written from the log, not edited as a transcript.
     #[error("{0} transcripts are written from the log, not edited")]
     Unsupported(Format),

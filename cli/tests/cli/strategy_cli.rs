@@ -342,3 +342,48 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
     );
     check_clean(&log, "records");
 }
+
+/// The tokens `stats` counts for a log.
+fn stats_tokens(log: &[u8]) -> u64 {
+    let out = cutpoint(&["stats", "--json", "-"], log);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    v["tokens"].as_u64().expect("tokens")
+}
+
+/// A budget met is met by the printed log, as `stats` reads it back: the strategies
+/// size their digests and summaries by an estimate, and the written JSON can read
+/// larger, so the run goes again on its output or says it is over budget (exit 3).
+#[test]
+fn a_budget_met_holds_for_the_output_read_back() {
+    let dir = root("tests/fixtures/transcripts");
+    let mut exits = std::collections::BTreeMap::new();
+    for name in [
+        "codex__localpush__rollout-12-47-42-orphan-call.jsonl",
+        "claude-code__spotter__4d5611e5-main.jsonl",
+        "gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json",
+        "openai-chat__tau-bench__gpt-4o-airline-traj196-reused-ids.json",
+    ] {
+        let input = std::fs::read(dir.join(name)).unwrap();
+        let total = stats_tokens(&input);
+        for strategy in ["clear", "digest", "summarize", "slide", "pipeline"] {
+            for share in [60, 80] {
+                let budget = (total * share / 100).to_string();
+                let out = cutpoint(
+                    &["compact", "--strategy", strategy, "--budget", &budget, "-"],
+                    &input,
+                );
+                let code = out.status.code();
+                *exits.entry(code).or_insert(0) += 1;
+                match code {
+                    Some(0) => assert!(
+                        stats_tokens(&out.stdout) <= total * share / 100,
+                        "{name} {strategy} {budget}: the output reads over the budget"
+                    ),
+                    Some(3) => assert!(out.stdout.is_empty(), "{name} {strategy}"),
+                    other => panic!("{name} {strategy}: exit {other:?}: {}", text(&out.stderr)),
+                }
+            }
+        }
+    }
+    assert!(exits.get(&Some(0)).copied().unwrap_or(0) >= 10, "{exits:?}");
+}
