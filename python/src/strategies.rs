@@ -1,0 +1,484 @@
+//! `compact` with the library's strategies other than the one-summary `summarize`:
+//! `clear`, `clear-thinking`, `digest`, `slide`, `truncate`, or a preset `pipeline`.
+//! Each runs as a [`Pipeline`] (one stage toward the budget, or the preset's stages):
+//! on records JSONL through a [`Log`], on every other format through
+//! [`format::edit::run`], which writes the result back in the input's format. The
+//! options and the step reports mirror the CLI's `compact --strategy` flags and its
+//! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
+
+use cutpoint::compact::Log;
+use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
+use cutpoint::compact::strategy::{
+    CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, LeftAlone,
+    NoProgress, Prose, Slide, Strategy, Summarize, SummaryRequest, Truncate,
+};
+use cutpoint::format::records::{Reader, write_entry};
+use cutpoint::format::{self, Format};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyList};
+
+use crate::errors;
+use crate::formats::{Counter, live_tokens, read};
+
+/// What `strategy=` names, when it is not `summarize`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Choice {
+    /// One strategy, toward the budget (or as far as it may, without one).
+    One(Kind),
+    /// The stages of a preset.
+    Pipeline,
+}
+
+impl Choice {
+    /// The choice named `name` (`summarize` is not one: it has its own path).
+    /// **O(1)**.
+    pub(crate) fn from_name(name: &str) -> Option<Choice> {
+        match name {
+            "pipeline" => Some(Choice::Pipeline),
+            "summarize" => None,
+            other => Kind::from_name(other).map(Choice::One),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Choice::One(kind) => kind.name(),
+            Choice::Pipeline => "pipeline",
+        }
+    }
+
+    /// The options this choice takes, as the TypeError for an unknown one lists them.
+    fn options(self) -> &'static [&'static str] {
+        const FLOORS: [&str; 5] = [
+            "budget",
+            "keep_head",
+            "keep_turns",
+            "context_window",
+            "max_output",
+        ];
+        match self {
+            Choice::One(Kind::Clear) => &[
+                FLOORS[0],
+                FLOORS[1],
+                FLOORS[2],
+                FLOORS[3],
+                FLOORS[4],
+                "keep_tool_uses",
+                "clear_at_least",
+                "exclude_tools",
+                "clear_tool_inputs",
+            ],
+            Choice::One(_) => &FLOORS,
+            Choice::Pipeline => &[
+                FLOORS[0],
+                FLOORS[1],
+                FLOORS[2],
+                FLOORS[3],
+                FLOORS[4],
+                "preset",
+                "keep_tool_uses",
+                "clear_at_least",
+                "exclude_tools",
+                "clear_tool_inputs",
+                "summary",
+            ],
+        }
+    }
+}
+
+/// The options of the strategies, named as the CLI's flags are (`--keep-tool-uses`
+/// is `keep_tool_uses`, ...).
+#[derive(Default)]
+pub(crate) struct Options {
+    budget: Option<u64>,
+    keep_head: usize,
+    keep_turns: Option<usize>,
+    preset: Option<Preset>,
+    keep_tool_uses: Option<usize>,
+    clear_at_least: Option<u64>,
+    exclude_tools: Vec<String>,
+    clear_inputs: Option<ClearInputs>,
+    summary: Option<String>,
+    context_window: Option<u64>,
+    max_output: Option<u64>,
+}
+
+/// A non-negative integer option: a `TypeError` for a value that is not an int, a
+/// `ValueError` for a negative or too large one. **O(1)**.
+fn count<T: for<'a, 'py> FromPyObject<'a, 'py>>(
+    key: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract::<T>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{key} must be a non-negative integer that fits in 64 bits, not {value}"
+        ))
+    })
+}
+
+/// A list of tool names. **O(n)**.
+fn names(key: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if value.is_instance_of::<pyo3::types::PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be a list of tool names, not a str"
+        )));
+    }
+    value
+        .try_iter()
+        .and_then(|items| {
+            items
+                .map(|i| i.and_then(|i| i.extract::<String>()))
+                .collect()
+        })
+        .map_err(|_| PyTypeError::new_err(format!("{key} must be a list of tool names (str)")))
+}
+
+impl Options {
+    /// Reads `options` for `choice` (`None` values are unset). **O(options)**.
+    ///
+    /// # Errors
+    /// `TypeError` for an option `choice` does not take, a missing budget for a
+    /// pipeline, or a value of the wrong type; `ValueError` for a bad value.
+    pub(crate) fn from_dict(choice: Choice, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut out = Options::default();
+        for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
+            let key: String = key.extract()?;
+            if !choice.options().contains(&key.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "strategy {:?} takes no option {key:?}; it takes: {}",
+                    choice.name(),
+                    choice.options().join(", ")
+                )));
+            }
+            if value.is_none() {
+                continue;
+            }
+            match key.as_str() {
+                "budget" => out.budget = Some(count(&key, &value)?),
+                "keep_head" => out.keep_head = count(&key, &value)?,
+                "keep_turns" => out.keep_turns = Some(count(&key, &value)?),
+                "keep_tool_uses" => out.keep_tool_uses = Some(count(&key, &value)?),
+                "clear_at_least" => out.clear_at_least = Some(count(&key, &value)?),
+                "context_window" => out.context_window = Some(count(&key, &value)?),
+                "max_output" => out.max_output = Some(count(&key, &value)?),
+                "exclude_tools" => out.exclude_tools = names(&key, &value)?,
+                "clear_tool_inputs" => {
+                    out.clear_inputs = Some(if value.is_instance_of::<PyBool>() {
+                        if value.extract::<bool>()? {
+                            ClearInputs::All
+                        } else {
+                            ClearInputs::None
+                        }
+                    } else {
+                        ClearInputs::Tools(names(&key, &value)?)
+                    });
+                }
+                "summary" => out.summary = Some(value.extract()?),
+                "preset" => {
+                    let name: String = value.extract()?;
+                    out.preset = Some(Preset::from_name(&name).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "unknown preset {name:?}; one of: {}",
+                            Preset::ALL.map(Preset::name).join(", ")
+                        ))
+                    })?);
+                }
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "strategy {:?} takes no option {other:?}",
+                        choice.name()
+                    )));
+                }
+            }
+        }
+        match (out.context_window, out.max_output) {
+            (Some(_), None) => {
+                return Err(PyTypeError::new_err(
+                    "context_window needs max_output (the budget is the window less the output)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(PyTypeError::new_err("max_output needs context_window"));
+            }
+            _ => {}
+        }
+        if choice == Choice::Pipeline && out.budget().is_none() {
+            return Err(PyTypeError::new_err(
+                "strategy \"pipeline\" needs budget= (or context_window= with max_output=)",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The budget: `budget`, else the context window less the output. **O(1)**.
+    pub(crate) fn budget(&self) -> Option<u64> {
+        self.budget.or_else(|| {
+            self.context_window
+                .zip(self.max_output)
+                .map(|(w, m)| w.saturating_sub(m))
+        })
+    }
+
+    /// `base` with the clear options applied, its placeholder counted by `counter`.
+    fn clear(&self, base: Clear, counter: &Counter<'_>) -> Clear {
+        let mut clear = base;
+        if let Some(n) = self.keep_tool_uses {
+            clear = clear.keep_tool_uses(n);
+        }
+        if let Some(t) = self.clear_at_least {
+            clear = clear.clear_at_least(t);
+        }
+        if !self.exclude_tools.is_empty() {
+            clear = clear.exclude_tools(self.exclude_tools.iter().cloned());
+        }
+        if let Some(which) = &self.clear_inputs {
+            clear = clear.clear_inputs(which.clone());
+        }
+        if let Some(tokens) = counter.count(CLEARED_RESULT_TEXT) {
+            clear.placeholder_tokens = tokens;
+        }
+        clear
+    }
+
+    /// The strategy `kind` with the options applied.
+    fn strategy(&self, kind: Kind, counter: &Counter<'_>) -> Strategy {
+        let turns = self.keep_turns;
+        match kind {
+            Kind::Clear => Strategy::Clear(self.clear(Clear::default(), counter)),
+            Kind::ClearThinking => {
+                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
+                    ClearThinking::default().keep_turns(n)
+                }))
+            }
+            Kind::Digest => Strategy::Digest(Digest::default()),
+            Kind::Slide => Strategy::Slide(
+                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
+            ),
+            Kind::Truncate => Strategy::Truncate(Truncate::default()),
+            _ => Strategy::Summarize(Summarize::default()),
+        }
+    }
+
+    /// The pipeline the options describe (as the CLI's), floors from `keep_head`
+    /// records. **O(stages)**.
+    fn pipeline(&self, choice: Choice, keep_head: usize, counter: &Counter<'_>) -> Pipeline {
+        let budget = self.budget();
+        let mut pipeline = match choice {
+            Choice::Pipeline => {
+                let mut p = self
+                    .preset
+                    .unwrap_or(Preset::Balanced)
+                    .pipeline(budget.unwrap_or(u64::MAX));
+                for stage in &mut p.stages {
+                    if let Strategy::Clear(c) = &stage.strategy {
+                        stage.strategy = Strategy::Clear(self.clear(c.clone(), counter));
+                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
+                        && self.keep_turns.is_some()
+                    {
+                        stage.strategy = self.strategy(stage.strategy.kind(), counter);
+                    }
+                }
+                p.budget = budget;
+                p
+            }
+            Choice::One(kind) => Pipeline::one(self.strategy(kind, counter), budget),
+        };
+        let mut floors = if choice == Choice::Pipeline {
+            pipeline.floors
+        } else {
+            Floors::none()
+        };
+        floors.keep_head = floors.keep_head.max(keep_head);
+        if let Some(n) = self.keep_turns {
+            floors.min_turns = n;
+        }
+        pipeline.floors = floors;
+        pipeline
+    }
+}
+
+/// What a pipeline run came to.
+pub(crate) struct Ran {
+    /// The log after the run in the input's format, `None` when nothing was edited.
+    pub(crate) text: Option<String>,
+    /// Tokens of the live history before the run, as `count_tokens` counts them.
+    pub(crate) tokens_before: u64,
+    /// Tokens after, as `count_tokens` counts the output: the records' own counts
+    /// for records JSONL; for the other formats the output read back with the
+    /// caller's counter (the report's steps count the text the strategies wrote by
+    /// the library's estimate, so they can differ by that text's estimate error).
+    pub(crate) tokens_after: u64,
+    /// The run's report.
+    pub(crate) report: PipelineReport,
+}
+
+impl Ran {
+    /// Whether the output fits the budget (always, without one). **O(1)**.
+    pub(crate) fn met_budget(&self) -> bool {
+        self.report.budget.is_none_or(|b| self.tokens_after <= b)
+    }
+}
+
+/// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
+/// [`Log`], the other formats through [`format::edit::run`]. `keep_head` counts
+/// records for records JSONL, messages otherwise. **O(len)** plus what the stages
+/// cost (the output is read back once to count it).
+pub(crate) fn run(
+    py: Python<'_>,
+    text: &str,
+    format: Format,
+    choice: Choice,
+    opts: &Options,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
+    // `summary` is the prose of the summarize stages; their ledger is kept either way.
+    let prose_tokens = opts.summary.as_deref().and_then(|s| counter.count(s));
+    let mut prose = |_: &SummaryRequest<'_>| match &opts.summary {
+        None => Prose::none(),
+        Some(s) => {
+            let mut p = Prose::text(s.clone());
+            p.tokens = prose_tokens;
+            p
+        }
+    };
+    counter.take_error()?;
+    let mut progress = Progress::new();
+    let edited = |report: &PipelineReport| report.ran().any(|r| !r.edits.is_empty());
+    if format == Format::Records {
+        let mut log = Log::new();
+        for item in Reader::new(text.as_bytes()).entries() {
+            let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
+            log.append(entry).map_err(|e| errors::append(py, &e))?;
+        }
+        let pipeline = opts.pipeline(choice, opts.keep_head, counter);
+        counter.take_error()?;
+        let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
+        let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
+        if !edited(&report) {
+            return Ok(Ran {
+                text: None,
+                tokens_before,
+                tokens_after: tokens_before,
+                report,
+            });
+        }
+        let mut out = Vec::with_capacity(text.len());
+        for entry in log.entries() {
+            write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        }
+        let text = String::from_utf8(out).map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        return Ok(Ran {
+            text: Some(text),
+            tokens_before,
+            tokens_after,
+            report,
+        });
+    }
+    let t = read(py, text, format, counter)?;
+    // The pinned head counts messages of the live history here.
+    let pipeline = opts.pipeline(choice, 0, counter);
+    counter.take_error()?;
+    let done = format::edit::run(
+        &t,
+        text,
+        &pipeline,
+        opts.keep_head,
+        &mut progress,
+        &mut prose,
+    )
+    .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+    let tokens_before = live_tokens(&t);
+    if !edited(&done.report) {
+        return Ok(Ran {
+            text: None,
+            tokens_before,
+            tokens_after: tokens_before,
+            report: done.report,
+        });
+    }
+    let tokens_after = live_tokens(&read(py, &done.text, format, counter)?);
+    Ok(Ran {
+        text: Some(done.text),
+        tokens_before,
+        tokens_after,
+        report: done.report,
+    })
+}
+
+fn left_alone<'py>(py: Python<'py>, r: &LeftAlone) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (why, n) in r.iter() {
+        d.set_item(why.name(), n)?;
+    }
+    Ok(d)
+}
+
+fn no_progress<'py>(py: Python<'py>, n: &NoProgress) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("strategy", n.kind.name())?;
+    d.set_item("outcome", "no-progress")?;
+    d.set_item("reason", n.reason.name())?;
+    d.set_item("detail", n.reason.to_string())?;
+    d.set_item("tokens", n.tokens)?;
+    d.set_item("left_alone", left_alone(py, &n.left_alone)?)?;
+    Ok(d)
+}
+
+/// One step as a dict with the fields of the CLI's `--report` line. **O(fields +
+/// dropped calls)**.
+fn step<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match step {
+        Step::Ran(r) => {
+            d.set_item("strategy", r.kind.name())?;
+            d.set_item("outcome", "ran")?;
+            d.set_item("tokens_before", r.tokens_before)?;
+            d.set_item("tokens_after", r.tokens_after)?;
+            d.set_item("records_before", r.records_before)?;
+            d.set_item("records_after", r.records_after)?;
+            d.set_item("cleared_results", r.cleared_results)?;
+            d.set_item("cleared_inputs", r.cleared_inputs)?;
+            d.set_item("cleared_thinking", r.cleared_thinking)?;
+            d.set_item("summaries", r.summaries)?;
+            d.set_item("summarized_calls", r.summarized_calls)?;
+            d.set_item("dropped_turns", r.dropped_turns)?;
+            let dropped: Vec<&str> = r.dropped_calls.iter().map(|id| id.as_str()).collect();
+            d.set_item("dropped_calls", dropped)?;
+            d.set_item("met_target", r.met_target)?;
+            d.set_item("left_alone", left_alone(py, &r.left_alone)?)?;
+            Ok(d)
+        }
+        Step::NoProgress(n) => no_progress(py, n),
+        Step::NotTriggered(k) => {
+            d.set_item("strategy", k.name())?;
+            d.set_item("outcome", "not-triggered")?;
+            Ok(d)
+        }
+        Step::Stalled(k) => {
+            d.set_item("strategy", k.name())?;
+            d.set_item("outcome", "stalled")?;
+            Ok(d)
+        }
+        other => {
+            d.set_item("strategy", other.kind().name())?;
+            d.set_item("outcome", "other")?;
+            Ok(d)
+        }
+    }
+}
+
+/// The report's steps as a list of dicts. **O(steps)**.
+pub(crate) fn steps<'py>(py: Python<'py>, report: &PipelineReport) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for s in &report.steps {
+        list.append(step(py, s)?)?;
+    }
+    Ok(list)
+}
