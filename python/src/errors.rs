@@ -6,8 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cutpoint::compact::PlanError;
-use cutpoint::format::FormatError;
 use cutpoint::format::rewrite::RewriteError;
+use cutpoint::format::{DeferReport, FormatError};
 use cutpoint::{AppendError, Defer, EventError, ReplaceError, StrictViolation};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -89,6 +89,32 @@ pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
             ("floor", d.floor.into()),
             ("nearest_legal_below", d.nearest_legal_below.into()),
             ("nearest_legal_above", d.nearest_legal_above.into()),
+            (
+                "waiting_on",
+                Fact::Strs(d.waiting_on.iter().map(ToString::to_string).collect()),
+            ),
+        ],
+    )
+}
+
+/// `DeferError` for a rewrite's deferral, told in messages of the transcript (records
+/// of the file, for records JSONL): `floor` and `target_index` are the lowest and
+/// highest cut searched (both the message holding the target when the walk covered
+/// no message start). **O(waiting)**.
+pub(crate) fn defer_report(py: Python<'_>, d: &DeferReport) -> PyErr {
+    let (floor, target_index) = d.searched.unwrap_or((d.target_at, d.target_at));
+    raise(
+        py,
+        "DeferError",
+        d.to_string(),
+        &[
+            ("reason", "no_legal_cut".into()),
+            ("target_tokens", d.target_tokens.into()),
+            ("lookback_tokens", d.lookback_tokens.into()),
+            ("target_index", target_index.into()),
+            ("floor", floor.into()),
+            ("nearest_legal_below", d.below.map(|c| c.at).into()),
+            ("nearest_legal_above", d.above.map(|c| c.at).into()),
             (
                 "waiting_on",
                 Fact::Strs(d.waiting_on.iter().map(ToString::to_string).collect()),
@@ -296,6 +322,7 @@ pub(crate) fn records(py: Python<'_>, e: &cutpoint::format::records::ReadError) 
 pub(crate) fn rewrite(py: Python<'_>, e: &RewriteError) -> PyErr {
     match e {
         RewriteError::Plan(p) => plan(py, p),
+        RewriteError::Deferred(d) => defer_report(py, d),
         RewriteError::Tracker(a) => append(py, a),
         other => raise(py, "CutpointError", other.to_string(), &[]),
     }

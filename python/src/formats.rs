@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{Direction, Log, Unit, Window, summary_text};
+use cutpoint::compact::{Direction, Log, SummaryParts, Unit, Window, summary_text};
 use cutpoint::format::records::{Reader, write_entry};
 use cutpoint::format::rewrite;
 use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
@@ -512,7 +512,7 @@ fn summarize_transcript(
         ) {
             Ok(Some(done)) => done,
             Ok(None) => return Ok(Step::Nothing),
-            Err(e @ rewrite::RewriteError::Plan(_)) => {
+            Err(e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_))) => {
                 return Ok(Step::Deferred(errors::rewrite(py, &e)));
             }
             Err(e) => return Err(errors::rewrite(py, &e)),
@@ -522,7 +522,12 @@ fn summarize_transcript(
             // (the one ledger renderer's text in the format's shape), read alone to
             // count it: the retained messages keep their counts, so no re-read of
             // the whole output is needed.
-            let text = summary_text(&opts.summary, &done.ledger);
+            let text = SummaryParts::new(
+                opts.summary.clone(),
+                done.ledger.clone(),
+                done.orphans.clone(),
+            )
+            .text();
             let message = rewrite::summary_message(format, &text, ByteEstimate.count(&text));
             let alone = read(py, &format!("[{message}]"), format, counter)?;
             let kept = before.saturating_sub(done.tokens);
@@ -701,7 +706,7 @@ pub(crate) fn compact<'py>(
             let report = &ran.report;
             dict.set_item("changed", ran.text.is_some())?;
             dict.set_item("text", ran.text.as_deref())?;
-            dict.set_item("budget", report.budget)?;
+            dict.set_item("budget", ran.budget)?;
             dict.set_item("tokens_before", ran.tokens_before)?;
             dict.set_item("tokens_after", ran.tokens_after)?;
             dict.set_item("met_budget", ran.met_budget())?;

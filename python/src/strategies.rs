@@ -13,7 +13,7 @@ use cutpoint::compact::strategy::{
     NoProgress, Prose, Slide, Strategy, Summarize, SummaryRequest, Truncate,
 };
 use cutpoint::format::records::{Reader, write_entry};
-use cutpoint::format::{self, Format};
+use cutpoint::format::{self, Format, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
@@ -266,10 +266,15 @@ impl Options {
         }
     }
 
-    /// The pipeline the options describe (as the CLI's), floors from `keep_head`
-    /// records. **O(stages)**.
-    fn pipeline(&self, choice: Choice, keep_head: usize, counter: &Counter<'_>) -> Pipeline {
-        let budget = self.budget();
+    /// The pipeline the options describe (as the CLI's) toward `budget`, floors
+    /// from `keep_head` records. **O(stages)**.
+    fn pipeline(
+        &self,
+        choice: Choice,
+        keep_head: usize,
+        budget: Option<u64>,
+        counter: &Counter<'_>,
+    ) -> Pipeline {
         let mut pipeline = match choice {
             Choice::Pipeline => {
                 let mut p = self
@@ -308,6 +313,8 @@ impl Options {
 pub(crate) struct Ran {
     /// The log after the run in the input's format, `None` when nothing was edited.
     pub(crate) text: Option<String>,
+    /// The budget asked for (the report's may be lower: see [`run`]).
+    pub(crate) budget: Option<u64>,
     /// Tokens of the live history before the run, as `count_tokens` counts them.
     pub(crate) tokens_before: u64,
     /// Tokens after, as `count_tokens` counts the output: the records' own counts
@@ -322,14 +329,47 @@ pub(crate) struct Ran {
 impl Ran {
     /// Whether the output fits the budget (always, without one). **O(1)**.
     pub(crate) fn met_budget(&self) -> bool {
-        self.report.budget.is_none_or(|b| self.tokens_after <= b)
+        self.budget.is_none_or(|b| self.tokens_after <= b)
     }
 }
 
+/// The most runs a budget takes on a transcript: the strategies count the text they
+/// write (placeholders, ledgers, digests) by the library's estimate, the output is
+/// counted as the reader counts it (with the caller's counter), so a run that meets
+/// the budget by its own count can be over it by the output's; the next run aims
+/// lower by what it was over. Bounded so that a counter far from the estimate
+/// cannot loop long.
+const BUDGET_RUNS: usize = 4;
+
+/// The summarize stages' prose: the `summary` option (counted by the caller's
+/// counter when there is one), else none (the ledger alone).
+fn prose<'a>(
+    opts: &'a Options,
+    counter: &Counter<'_>,
+) -> impl FnMut(&SummaryRequest<'_>) -> Prose + 'a {
+    let tokens = opts.summary.as_deref().and_then(|s| counter.count(s));
+    move |_: &SummaryRequest<'_>| match &opts.summary {
+        None => Prose::none(),
+        Some(s) => {
+            let mut p = Prose::text(s.clone());
+            p.tokens = tokens;
+            p
+        }
+    }
+}
+
+/// Whether a run edited anything. **O(steps)**.
+fn edited(report: &PipelineReport) -> bool {
+    report.ran().any(|r| !r.edits.is_empty())
+}
+
 /// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
-/// [`Log`], the other formats through [`format::edit::run`]. `keep_head` counts
-/// records for records JSONL, messages otherwise. **O(len)** plus what the stages
-/// cost (the output is read back once to count it).
+/// [`Log`], the other formats through [`format::edit::run`], again with a lower
+/// budget while the output is over the budget asked (at most [`BUDGET_RUNS`] runs;
+/// the run with the fewest tokens after it is kept, and the first one that fits
+/// is the one with the fewest). `keep_head` counts records for records JSONL,
+/// messages otherwise. **O(len)** per run plus what the stages cost (each output
+/// is read back once to count it).
 pub(crate) fn run(
     py: Python<'_>,
     text: &str,
@@ -338,78 +378,109 @@ pub(crate) fn run(
     opts: &Options,
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
-    // `summary` is the prose of the summarize stages; their ledger is kept either way.
-    let prose_tokens = opts.summary.as_deref().and_then(|s| counter.count(s));
-    let mut prose = |_: &SummaryRequest<'_>| match &opts.summary {
-        None => Prose::none(),
-        Some(s) => {
-            let mut p = Prose::text(s.clone());
-            p.tokens = prose_tokens;
-            p
-        }
-    };
-    counter.take_error()?;
-    let mut progress = Progress::new();
-    let edited = |report: &PipelineReport| report.ran().any(|r| !r.edits.is_empty());
     if format == Format::Records {
-        let mut log = Log::new();
-        for item in Reader::new(text.as_bytes()).entries() {
-            let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
-            log.append(entry).map_err(|e| errors::append(py, &e))?;
+        return run_records(py, text, choice, opts, counter);
+    }
+    let t = read(py, text, format, counter)?;
+    let asked = opts.budget();
+    let mut aim = asked;
+    let mut best: Option<Ran> = None;
+    for _ in 0..BUDGET_RUNS {
+        let ran = run_transcript(py, &t, text, format, choice, opts, aim, counter)?;
+        let over = asked.map_or(0, |b| ran.tokens_after.saturating_sub(b));
+        let gained = best
+            .as_ref()
+            .is_none_or(|b| ran.tokens_after < b.tokens_after);
+        if gained {
+            best = Some(ran);
         }
-        let pipeline = opts.pipeline(choice, opts.keep_head, counter);
-        counter.take_error()?;
-        let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
-        let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
-        if !edited(&report) {
-            return Ok(Ran {
-                text: None,
-                tokens_before,
-                tokens_after: tokens_before,
-                report,
-            });
+        match aim {
+            Some(a) if over > 0 && gained && a > 0 => aim = Some(a.saturating_sub(over)),
+            _ => break,
         }
+    }
+    best.ok_or_else(|| errors::cutpoint(py, "no run was made".to_owned()))
+}
+
+/// One run on records JSONL: the records' own token counts are the output's.
+/// **O(len)** plus what the stages cost.
+fn run_records(
+    py: Python<'_>,
+    text: &str,
+    choice: Choice,
+    opts: &Options,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
+    let mut log = Log::new();
+    for item in Reader::new(text.as_bytes()).entries() {
+        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
+        log.append(entry).map_err(|e| errors::append(py, &e))?;
+    }
+    let pipeline = opts.pipeline(choice, opts.keep_head, opts.budget(), counter);
+    let mut prose = prose(opts, counter);
+    counter.take_error()?;
+    let report = pipeline.run_with(&mut log, &mut Progress::new(), &mut prose);
+    let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
+    let mut ran = Ran {
+        text: None,
+        budget: opts.budget(),
+        tokens_before,
+        tokens_after: tokens_before,
+        report,
+    };
+    if edited(&ran.report) {
         let mut out = Vec::with_capacity(text.len());
         for entry in log.entries() {
             write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
         }
-        let text = String::from_utf8(out).map_err(|e| errors::cutpoint(py, e.to_string()))?;
-        return Ok(Ran {
-            text: Some(text),
-            tokens_before,
-            tokens_after,
-            report,
-        });
+        ran.text = Some(String::from_utf8(out).map_err(|e| errors::cutpoint(py, e.to_string()))?);
+        ran.tokens_after = tokens_after;
     }
-    let t = read(py, text, format, counter)?;
+    Ok(ran)
+}
+
+/// One run on the transcript `t` (read from `text`) toward `aim` tokens, written back
+/// and read back to count it. **O(len)** plus what the stages cost.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one run's inputs: the transcript, its text, the choice, its options, the aim and the counter"
+)]
+fn run_transcript(
+    py: Python<'_>,
+    t: &Transcript,
+    text: &str,
+    format: Format,
+    choice: Choice,
+    opts: &Options,
+    aim: Option<u64>,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
     // The pinned head counts messages of the live history here.
-    let pipeline = opts.pipeline(choice, 0, counter);
+    let pipeline = opts.pipeline(choice, 0, aim, counter);
+    let mut prose = prose(opts, counter);
     counter.take_error()?;
     let done = format::edit::run(
-        &t,
+        t,
         text,
         &pipeline,
         opts.keep_head,
-        &mut progress,
+        &mut Progress::new(),
         &mut prose,
     )
     .map_err(|e| errors::cutpoint(py, e.to_string()))?;
-    let tokens_before = live_tokens(&t);
-    if !edited(&done.report) {
-        return Ok(Ran {
-            text: None,
-            tokens_before,
-            tokens_after: tokens_before,
-            report: done.report,
-        });
-    }
-    let tokens_after = live_tokens(&read(py, &done.text, format, counter)?);
-    Ok(Ran {
-        text: Some(done.text),
+    let tokens_before = live_tokens(t);
+    let mut ran = Ran {
+        text: None,
+        budget: opts.budget(),
         tokens_before,
-        tokens_after,
+        tokens_after: tokens_before,
         report: done.report,
-    })
+    };
+    if edited(&ran.report) {
+        ran.tokens_after = live_tokens(&read(py, &done.text, format, counter)?);
+        ran.text = Some(done.text);
+    }
+    Ok(ran)
 }
 
 fn left_alone<'py>(py: Python<'py>, r: &LeftAlone) -> PyResult<Bound<'py, PyDict>> {
