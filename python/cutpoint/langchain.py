@@ -166,15 +166,18 @@ def _report(
     never loses a call. (The provider-format rewrite treats an earlier summary message
     as plain text, so the fold is done here, where summaries are marked.) The other
     strategies are rebuilt by ``_rebuild``."""
-    if strategy != "summarize":
-        report = cutpoint.compact_report(
+    def run(opts: Dict[str, Any]) -> Compaction:
+        return cutpoint.compact_report(
             dicts,
             strategy=strategy,
             budget=budget,
             format="openai-chat",
             token_counter=token_counter,
-            **options,
+            **opts,
         )
+
+    if strategy != "summarize":
+        report = run(options)
         if not report.changed:
             return replace(report, messages=list(originals))
         return replace(report, messages=_rebuild(originals, dicts, report.messages, strategy))
@@ -186,14 +189,7 @@ def _report(
     for _ in range(sum(map(_is_summary, originals)) + 2):
         opts = dict(options)
         opts["summary"] = "\n\n".join([str(m.content) for m in folded] + [prose])
-        report = cutpoint.compact_report(
-            dicts,
-            strategy=strategy,
-            budget=budget,
-            format="openai-chat",
-            token_counter=token_counter,
-            **opts,
-        )
+        report = run(opts)
         if not report.changed:
             break
         inside = [m for m in originals[report.head : report.cut] if _is_summary(m)]

@@ -75,25 +75,51 @@ impl<T: Into<Fact>> From<Option<T>> for Fact {
     }
 }
 
-/// `DeferError` for the selector's "no legal cut here". **O(waiting)**.
-pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
+/// Where a search for a legal cut looked, and what it found, as `DeferError`'s facts.
+struct Searched {
+    message: String,
+    target_tokens: u64,
+    lookback_tokens: u64,
+    target_index: usize,
+    floor: usize,
+    below: Option<usize>,
+    above: Option<usize>,
+    waiting_on: Vec<String>,
+}
+
+/// `DeferError` with reason `no_legal_cut`. **O(waiting)**.
+fn no_legal_cut(py: Python<'_>, s: Searched) -> PyErr {
     raise(
         py,
         "DeferError",
-        d.to_string(),
+        s.message,
         &[
             ("reason", "no_legal_cut".into()),
-            ("target_tokens", d.target_tokens.into()),
-            ("lookback_tokens", d.lookback_tokens.into()),
-            ("target_index", d.target_index.into()),
-            ("floor", d.floor.into()),
-            ("nearest_legal_below", d.nearest_legal_below.into()),
-            ("nearest_legal_above", d.nearest_legal_above.into()),
-            (
-                "waiting_on",
-                Fact::Strs(d.waiting_on.iter().map(ToString::to_string).collect()),
-            ),
+            ("target_tokens", s.target_tokens.into()),
+            ("lookback_tokens", s.lookback_tokens.into()),
+            ("target_index", s.target_index.into()),
+            ("floor", s.floor.into()),
+            ("nearest_legal_below", s.below.into()),
+            ("nearest_legal_above", s.above.into()),
+            ("waiting_on", Fact::Strs(s.waiting_on)),
         ],
+    )
+}
+
+/// `DeferError` for the selector's "no legal cut here". **O(waiting)**.
+pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
+    no_legal_cut(
+        py,
+        Searched {
+            message: d.to_string(),
+            target_tokens: d.target_tokens,
+            lookback_tokens: d.lookback_tokens,
+            target_index: d.target_index,
+            floor: d.floor,
+            below: d.nearest_legal_below,
+            above: d.nearest_legal_above,
+            waiting_on: d.waiting_on.iter().map(ToString::to_string).collect(),
+        },
     )
 }
 
@@ -103,23 +129,18 @@ pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
 /// no message start). **O(waiting)**.
 pub(crate) fn defer_report(py: Python<'_>, d: &DeferReport) -> PyErr {
     let (floor, target_index) = d.searched.unwrap_or((d.target_at, d.target_at));
-    raise(
+    no_legal_cut(
         py,
-        "DeferError",
-        d.to_string(),
-        &[
-            ("reason", "no_legal_cut".into()),
-            ("target_tokens", d.target_tokens.into()),
-            ("lookback_tokens", d.lookback_tokens.into()),
-            ("target_index", target_index.into()),
-            ("floor", floor.into()),
-            ("nearest_legal_below", d.below.map(|c| c.at).into()),
-            ("nearest_legal_above", d.above.map(|c| c.at).into()),
-            (
-                "waiting_on",
-                Fact::Strs(d.waiting_on.iter().map(ToString::to_string).collect()),
-            ),
-        ],
+        Searched {
+            message: d.to_string(),
+            target_tokens: d.target_tokens,
+            lookback_tokens: d.lookback_tokens,
+            target_index,
+            floor,
+            below: d.below.map(|c| c.at),
+            above: d.above.map(|c| c.at),
+            waiting_on: d.waiting_on.iter().map(ToString::to_string).collect(),
+        },
     )
 }
 

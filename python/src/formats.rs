@@ -474,6 +474,16 @@ fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
     u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
+/// The records JSONL `text` as a compaction [`Log`]. **O(len)**.
+pub(crate) fn records_log(py: Python<'_>, text: &str) -> PyResult<Log> {
+    let mut log = Log::new();
+    for item in Reader::new(text.as_bytes()).entries() {
+        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
+        log.append(entry).map_err(|e| errors::append(py, &e))?;
+    }
+    Ok(log)
+}
+
 /// Tokens of the live history of `t`. **O(messages)**.
 pub(crate) fn live_tokens(t: &Transcript) -> u64 {
     t.messages[t.live_from()..]
@@ -574,11 +584,7 @@ fn summarize_records(
     opts: &Summarize,
     counter: &Counter<'_>,
 ) -> PyResult<Outcome> {
-    let mut log = Log::new();
-    for item in Reader::new(text.as_bytes()).entries() {
-        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
-        log.append(entry).map_err(|e| errors::append(py, &e))?;
-    }
+    let mut log = records_log(py, text)?;
     let tracker = log.tracker();
     let before = tracker.total_tokens();
     let head_tokens = tracker

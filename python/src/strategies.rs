@@ -6,20 +6,19 @@
 //! options and the step reports mirror the CLI's `compact --strategy` flags and its
 //! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
 
-use cutpoint::compact::Log;
 use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
 use cutpoint::compact::strategy::{
     CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, LeftAlone,
     NoProgress, Prose, Slide, Strategy, Summarize, SummaryRequest, Truncate,
 };
-use cutpoint::format::records::{Reader, write_entry};
+use cutpoint::format::records::write_entry;
 use cutpoint::format::{self, Format, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
 
 use crate::errors;
-use crate::formats::{Counter, live_tokens, read};
+use crate::formats::{Counter, live_tokens, read, records_log};
 
 /// What `strategy=` names, when it is not `summarize`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -364,7 +363,7 @@ fn edited(report: &PipelineReport) -> bool {
 }
 
 /// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
-/// [`Log`], the other formats through [`format::edit::run`], again with a lower
+/// `compact::Log`, the other formats through [`format::edit::run`], again with a lower
 /// budget while the output is over the budget asked (at most [`BUDGET_RUNS`] runs;
 /// the run with the fewest tokens after it is kept, and the first one that fits
 /// is the one with the fewest). `keep_head` counts records for records JSONL,
@@ -411,11 +410,7 @@ fn run_records(
     opts: &Options,
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
-    let mut log = Log::new();
-    for item in Reader::new(text.as_bytes()).entries() {
-        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
-        log.append(entry).map_err(|e| errors::append(py, &e))?;
-    }
+    let mut log = records_log(py, text)?;
     let pipeline = opts.pipeline(choice, opts.keep_head, opts.budget(), counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
