@@ -1,7 +1,7 @@
 //! `compact` with the library's strategies other than the one-summary `summarize`:
 //! `clear`, `clear-thinking`, `digest`, `slide`, `truncate`, or a preset `pipeline`.
 //! Each runs as a [`Pipeline`] (one stage toward the budget, or the preset's stages):
-//! on records JSONL through a [`Log`], on every other format through
+//! on records JSONL through a `compact::Log`, on every other format through
 //! [`format::edit::run`], which writes the result back in the input's format. The
 //! options and the step reports mirror the CLI's `compact --strategy` flags and its
 //! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
