@@ -340,9 +340,11 @@ if _HAVE_AGENTS:
         result.
 
         When the messages hold more than ``trigger`` tokens (default: ``budget``), it
-        compacts them to at most ``budget`` tokens and replaces the state's messages
+        compacts them toward ``budget`` tokens and replaces the state's messages
         with the result (as LangChain's ``SummarizationMiddleware`` does), so later
-        turns build on the compacted history. When no legal cut can be used yet (a
+        turns build on the compacted history; a strategy that cannot reach the
+        budget (its floors, the calls in flight) gives what it can, and
+        ``last.met_budget`` says whether it fit. When no legal cut can be used yet (a
         call still in flight), it leaves the messages as they are and tries again
         before the next model call.
 
