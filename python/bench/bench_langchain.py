@@ -1,8 +1,9 @@
 """cutpoint against LangChain's own context tools, in one Python process, on the same
 generated agent logs: LangChain's ``trim_messages`` (as its docs show it, and without
 ``start_on``) and ``ClearToolUsesEdit`` (the ``ContextEditingMiddleware`` edit of
-langchain v1), against ``cutpoint.compact`` (strategy ``summarize``) on OpenAI Chat
-dicts and through ``cutpoint.langchain`` on the same ``BaseMessage`` list.
+langchain v1), against ``cutpoint.compact`` (strategy ``summarize``, and strategy
+``clear``, cutpoint's counterpart of ``ClearToolUsesEdit``) on OpenAI Chat dicts and
+through ``cutpoint.langchain`` on the same ``BaseMessage`` list.
 
 Each tool is asked to bring a log of N messages (10^2 .. 10^5) down to half its tokens.
 For each: the broken pairs of its output (counted by ``cutpoint.check``: tool messages
@@ -130,6 +131,15 @@ def tools(messages: List[BaseMessage], dicts: List[Dict[str, Any]], n: int,
             dicts, budget=int(cp_total * share), format="openai-chat", keep_head=1), "dicts"),
         ("cutpoint.langchain.compact", lambda share: cl.compact(
             messages, budget=int(cp_total * share), keep_head=1), "messages"),
+        ("cutpoint clear (dicts, budget)", lambda share: cutpoint.compact(
+            dicts, strategy="clear", keep_tool_uses=3, budget=int(cp_total * share),
+            format="openai-chat", keep_head=1), "dicts"),
+        ("cutpoint.langchain clear (budget)", lambda share: cl.compact(
+            messages, strategy="clear", keep_tool_uses=3, budget=int(cp_total * share),
+            keep_head=1), "messages"),
+        ("cutpoint clear (dicts, no budget)", lambda share: cutpoint.compact(
+            dicts, strategy="clear", keep_tool_uses=3, format="openai-chat", keep_head=1),
+         "dicts"),
         ("trim_messages, docs' settings", lambda share: trim(
             share, start_on="human", end_on=("human", "tool")), "messages"),
         ("trim_messages, no start_on", lambda share: trim(share), "messages"),

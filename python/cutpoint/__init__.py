@@ -9,7 +9,9 @@ the providers' tool-call rules, and compacts without ever splitting a pair.
 - ``Tracker``: the incremental index of legal cuts, fed one ``Record`` at a time
   (or by streaming ``Event``\\ s); O(1) per record, O(log n) per query.
 - ``check(messages, format=...)``: the provider-rule violations of a log.
-- ``compact(messages, strategy="summarize", budget=...)``: a compacted copy of a log.
+- ``compact(messages, strategy=..., budget=...)``: a compacted copy of a log, by
+  any of the library's strategies (``clear``, ``clear-thinking``, ``digest``,
+  ``summarize``, ``slide``, ``truncate``, or a preset ``pipeline`` of them).
 - ``cutpoint.langchain``: the same on LangChain messages, and a middleware for
   ``create_agent`` (imported only when you import it; needs LangChain).
 
@@ -18,8 +20,8 @@ Chat ``"openai-chat"``, Anthropic Messages ``"anthropic"``, OpenAI Responses inp
 items ``"openai-responses"``, Gemini contents ``"gemini"``), a request body dict
 holding such a list (``messages`` / ``input`` / ``contents``), a list of cutpoint
 record dicts (``"records"``: ``{"kind": ..., "tokens": ..., "call_id": ...}``), or the
-text of a log file in any format the library reads (also ``"claude-code"`` and
-``"codex"``). ``format="auto"`` tells the format from the shape.
+text of a log file in any format the library reads (also ``"claude-code"``,
+``"codex"`` and ``"gemini-cli"``). ``format="auto"`` tells the format from the shape.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ FORMATS = (
     "gemini",
     "claude-code",
     "codex",
+    "gemini-cli",
 )
 
 
@@ -172,38 +175,55 @@ class Compaction:
     """What ``compact_report`` did.
 
     Attributes:
-        messages: the compacted log, of the input's type: a new list for a list
-            (the retained messages are the input's own objects), a new dict for a
-            request body, a str for a file's text. When nothing was compacted, a
-            new list (dict) of the input's items.
+        messages: the compacted log, of the input's type: a new list for a list, a
+            new dict for a request body, a str for a file's text. With
+            ``"summarize"``, the retained messages of a list are the input's own
+            objects; the other strategies return the log parsed back from the
+            rewritten text. When nothing was compacted, a new list (dict) of the
+            input's items.
         strategy: the strategy that ran.
         changed: whether anything was compacted.
-        head: index of the summary message in ``messages`` (the end of the pinned
-            head): input messages ``head..cut`` were replaced by it.
-        cut: index (in the input) of the first retained message.
         tokens_before, tokens_after: tokens of the live history before and after.
-        summarized_tokens: tokens of the summarized messages.
-        ledger: the tool calls the summary covers, in call order.
-        summary: the summary message (a dict in the input's shape), or ``None``.
-        budget: the budget asked for, if any.
+        budget: the budget asked for (for the strategies other than
+            ``"summarize"``, also the one ``context_window - max_output`` gives),
+            if any.
+        met_budget: whether ``tokens_after`` is within the budget (``True``
+            without one). The strategies return their best legal result either
+            way; ``steps`` says why one stopped short.
+        steps: one dict per pipeline stage, with the fields of the CLI's
+            ``cutpoint compact --strategy ... --report`` lines (``strategy``,
+            ``outcome``: ``"ran"``, ``"no-progress"``, ``"not-triggered"`` or
+            ``"stalled"``; for a stage that ran ``tokens_before``,
+            ``tokens_after``, ``records_before``, ``records_after``,
+            ``cleared_results``, ``cleared_inputs``, ``cleared_thinking``,
+            ``summaries``, ``summarized_calls``, ``dropped_turns``,
+            ``dropped_calls`` (the call ids ``truncate`` dropped without a trace),
+            ``met_target``, ``left_alone``; for one that could not,
+            ``reason``, ``detail``, ``tokens``, ``left_alone``). ``[]`` for
+            ``"summarize"``, which is not a pipeline.
+        head: (``"summarize"``) index of the summary message in ``messages`` (the
+            end of the pinned head): input messages ``head..cut`` were replaced by
+            it. ``None`` for the other strategies.
+        cut: (``"summarize"``) index (in the input) of the first retained message.
+        summarized_tokens: (``"summarize"``) tokens of the summarized messages.
+        ledger: (``"summarize"``) the tool calls the summary covers, in call order.
+        summary: (``"summarize"``) the summary message (a dict in the input's
+            shape), or ``None``.
     """
 
     messages: Any
     strategy: str
     changed: bool
-    head: int
-    cut: int
     tokens_before: int
     tokens_after: int
-    summarized_tokens: int
+    budget: Optional[int] = None
+    met_budget: bool = True
+    steps: List[Dict[str, Any]] = field(default_factory=list)
+    head: Optional[int] = None
+    cut: Optional[int] = None
+    summarized_tokens: Optional[int] = None
     ledger: List[LedgerEntry] = field(default_factory=list)
     summary: Optional[Dict[str, Any]] = None
-    budget: Optional[int] = None
-
-    @property
-    def met_budget(self) -> bool:
-        """Whether the compacted log fits the budget (``True`` without one)."""
-        return self.budget is None or self.tokens_after <= self.budget
 
 
 def _unchanged(log: LogLike) -> Any:
@@ -222,7 +242,7 @@ def _rebuild(log: LogLike, fmt: str, result: Dict[str, Any]) -> Any:
         return text
     if fmt == "records":
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    if isinstance(log, Mapping):
+    if isinstance(log, Mapping) or result["summary"] is None:
         return json.loads(text)
     # The rewrite keeps the head verbatim and the retained messages byte-identical,
     # so the input's own objects stand for them; only the summary is new.
@@ -244,30 +264,31 @@ def compact_report(
     if budget is not None:
         options["budget"] = budget
     result = _native.compact(text, fmt, strategy, options, token_counter)
+    common = dict(
+        strategy=strategy,
+        changed=result["changed"],
+        tokens_before=result["tokens_before"],
+        tokens_after=result["tokens_after"],
+        budget=result["budget"],
+        met_budget=result["met_budget"],
+        steps=result["steps"],
+    )
     if not result["changed"]:
         return Compaction(
             messages=_unchanged(messages),
-            strategy=strategy,
-            changed=False,
-            head=0,
-            cut=0,
-            tokens_before=result["tokens_before"],
-            tokens_after=result["tokens_after"],
-            summarized_tokens=0,
-            budget=budget,
+            head=result["head"],
+            cut=result["cut"],
+            summarized_tokens=result["summarized_tokens"],
+            **common,
         )
     return Compaction(
         messages=_rebuild(messages, fmt, result),
-        strategy=strategy,
-        changed=True,
         head=result["head"],
         cut=result["cut"],
-        tokens_before=result["tokens_before"],
-        tokens_after=result["tokens_after"],
         summarized_tokens=result["summarized_tokens"],
         ledger=[LedgerEntry(**u) for u in result["ledger"]],
         summary=json.loads(result["summary"]) if result["summary"] else None,
-        budget=budget,
+        **common,
     )
 
 
@@ -282,13 +303,22 @@ def compact(
 ) -> Any:
     """A compacted copy of a log, never splitting a tool call from its result.
 
-    ``strategy`` names the compaction strategy. ``"summarize"`` replaces the messages
-    between the pinned head and a legal cut by one summary message (in the log's own
-    shape) whose ledger lists every covered tool call with its id, tool, arguments
-    verbatim and the first line of its result; the retained messages are kept
-    exactly. The other names cutpoint plans (``clear``, ``clear-thinking``,
-    ``digest``, ``slide``, ``truncate``, ``pipeline``) raise ``ValueError`` in this
-    version: they are not available yet.
+    ``strategy`` names the compaction strategy (``AVAILABLE_STRATEGIES``; the
+    same names and options as the CLI's ``cutpoint compact --strategy``):
+
+    - ``"summarize"`` replaces the messages between the pinned head and a legal cut
+      by one summary message (in the log's own shape) whose ledger lists every
+      covered tool call with its id, tool, arguments verbatim and the first line of
+      its result; the retained messages are kept exactly.
+    - ``"clear"``: old tool results become a placeholder in place (Anthropic's
+      context editing), the most recent ``keep_tool_uses`` kept whole.
+    - ``"clear-thinking"``: the thinking/reasoning of finished turns goes.
+    - ``"digest"``: each old tool group becomes one ledger message.
+    - ``"slide"``: whole oldest user turns go, their calls listed in a ledger.
+    - ``"truncate"``: the oldest region goes; the calls it drops are named in the
+      step's ``dropped_calls`` (the last resort).
+    - ``"pipeline"``: the stages of ``preset`` in order, gentlest first, each
+      triggered by a fraction of the budget.
 
     Options of ``"summarize"``:
         budget: the most tokens the compacted log may hold: the cut moves forward to
@@ -303,13 +333,44 @@ def compact(
             compacted."); the ledger always follows it.
         direction: ``"back"`` or ``"forward"``, overriding the default above.
 
-    Returns a value of the input's type: a new list (the retained messages are the
-    input's own objects), a new dict, or a str; with the same items when the log
-    already fits or nothing can be compacted.
-    Raises ``DeferError`` when no legal cut can be used yet (it names the calls it
-    waits for), ``FormatError`` when the log cannot be read, ``ValueError`` for a
-    strategy that is unknown or not available, ``TypeError`` for an option the
-    strategy does not take. O(len) per pass.
+    Options of the other strategies (every one takes the first five):
+        budget: the tokens the log should fit in; the strategy stops once it does
+            (without one, it does all it may). Required by ``"pipeline"``.
+        context_window, max_output: instead of ``budget``, the model's window and
+            its output limit (the budget is the difference).
+        keep_head: messages (records, for a records log) pinned at the front.
+        keep_turns: the most recent user turns always kept (a floor; ``slide`` and
+            ``clear-thinking`` keep at least these).
+        keep_tool_uses: (clear, pipeline) the most recent tool uses kept whole
+            (default 3; the preset's for a pipeline).
+        clear_at_least: (clear, pipeline) clear at least this many tokens, or
+            nothing at all.
+        exclude_tools: (clear, pipeline) tool names whose results are never cleared.
+        clear_tool_inputs: (clear, pipeline) ``True`` to clear the cleared calls'
+            arguments too, or a list of the tools whose arguments to clear.
+        preset: (pipeline) ``"gentle"``, ``"balanced"`` (default) or
+            ``"aggressive"``.
+        summary: (pipeline) the prose of the summarize stages' summaries (their
+            ledger is kept either way).
+
+    ``token_counter`` counts the input's content blocks; the text a strategy writes
+    (placeholders, ledgers, summaries) is counted by it where cutpoint knows the text
+    in advance (the cleared-result placeholder, the ``summary`` prose) and by
+    cutpoint's estimate (a token per four bytes) otherwise. For a records log the
+    records' own ``tokens`` count.
+
+    Returns a value of the input's type: a new list, a new dict, or a str; with the
+    same items when the log already fits or nothing can be compacted. With a budget
+    the strategies other than ``"summarize"`` return their best legal result even
+    when it is over the budget: ``compact_report`` says whether it fits
+    (``met_budget``) and why not (``steps``).
+    Raises ``DeferError`` when ``"summarize"`` finds no legal cut it can use yet (it
+    names the calls it waits for; the other strategies report it as a step with
+    reason ``"pending-calls"``), ``FormatError`` when the log cannot be read,
+    ``ValueError`` for an unknown strategy or a bad option value, ``TypeError`` for
+    an option the strategy does not take (the message lists those it takes) or a
+    missing required one. O(len) per pass for ``"summarize"``; O(len) plus the
+    strategies' own costs for the others.
     """
     return compact_report(
         messages,

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, Iterable, List, Literal, Optional
 __version__: str
 #: Every strategy name ``compact`` knows.
 STRATEGIES: List[str]
-#: The strategies this version implements.
+#: The strategies this version implements: all of ``STRATEGIES``.
 AVAILABLE_STRATEGIES: List[str]
 
 RecordKind = Literal["user", "assistant", "tool_use", "tool_result", "summary"]
@@ -248,4 +248,12 @@ def compact(
     strategy: str = "summarize",
     options: Optional[Dict[str, Any]] = None,
     token_counter: Optional[Callable[[str], int]] = None,
-) -> Dict[str, Any]: ...
+) -> Dict[str, Any]:
+    """Compacts ``text`` with ``strategy`` (``clear``, ``clear-thinking``, ``digest``,
+    ``summarize``, ``slide``, ``truncate``, ``pipeline``) and ``options`` (see
+    ``cutpoint.compact``). The dict: ``strategy``, ``changed``, ``text`` (``None``
+    when unchanged), ``budget``, ``tokens_before``, ``tokens_after``, ``met_budget``,
+    ``steps`` (the CLI's ``--report`` fields, one dict per stage; ``[]`` for
+    ``summarize``), and for ``summarize`` ``head``, ``cut``, ``summarized_tokens``,
+    ``ledger``, ``summary`` (``None``/``[]`` for the others)."""
+    ...

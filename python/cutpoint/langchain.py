@@ -7,10 +7,13 @@ LangChain.
 
 Messages are converted to OpenAI Chat dicts (``to_openai_dicts``) with every tool
 call id kept, checked and compacted by cutpoint as ``"openai-chat"``, and the
-compacted list is rebuilt from your own message objects: the pinned head and the
-retained messages are the very objects you passed, and the one new message is the
-summary, a ``HumanMessage`` whose text lists every summarized tool call (id, tool,
-arguments verbatim, first line of its result).
+compacted list is rebuilt from your own message objects: every message a strategy
+left as it was is the very object you passed; one it edited in place (``clear``: a
+``ToolMessage`` whose content became the placeholder, an ``AIMessage`` whose call
+arguments were cleared) is a copy of yours with that change; the messages it wrote
+(the ``summarize`` summary, a ``digest`` or ``slide`` ledger) are new messages marked
+in ``response_metadata["cutpoint"]``, their text listing every tool call they stand
+for (id, tool, arguments verbatim, first line of its result).
 """
 
 from __future__ import annotations
@@ -130,9 +133,11 @@ def compact_report(
     token_counter: Optional[Callable[[str], int]] = None,
     **options: Any,
 ) -> Compaction:
-    """``cutpoint.compact_report`` on LangChain messages: ``messages`` of the result is
-    a list of ``BaseMessage``, your own objects for the kept messages and a new
-    ``HumanMessage`` for the summary (marked in ``response_metadata["cutpoint"]``)."""
+    """``cutpoint.compact_report`` on LangChain messages, with any strategy and its
+    options (see ``cutpoint.compact``): ``messages`` of the result is a list of
+    ``BaseMessage``, your own objects for the messages kept as they were, copies of
+    yours for those edited in place, and new messages (marked in
+    ``response_metadata["cutpoint"]``) for the summaries and ledgers cutpoint wrote."""
     originals = convert_to_messages(messages)
     return _report(originals, _dicts(originals), strategy, budget, token_counter, options)
 
@@ -159,7 +164,23 @@ def _report(
     the new summary: its text (with its ledger) heads the new summary's prose, and
     the calls it covers stay listed in the new one's metadata, so compacting again
     never loses a call. (The provider-format rewrite treats an earlier summary message
-    as plain text, so the fold is done here, where summaries are marked.)"""
+    as plain text, so the fold is done here, where summaries are marked.) The other
+    strategies are rebuilt by ``_rebuild``."""
+    def run(opts: Dict[str, Any]) -> Compaction:
+        return cutpoint.compact_report(
+            dicts,
+            strategy=strategy,
+            budget=budget,
+            format="openai-chat",
+            token_counter=token_counter,
+            **opts,
+        )
+
+    if strategy != "summarize":
+        report = run(options)
+        if not report.changed:
+            return replace(report, messages=list(originals))
+        return replace(report, messages=_rebuild(originals, dicts, report.messages, strategy))
     prose = options.get("summary") or DEFAULT_SUMMARY
     folded: List[BaseMessage] = []
     report = None
@@ -168,14 +189,7 @@ def _report(
     for _ in range(sum(map(_is_summary, originals)) + 2):
         opts = dict(options)
         opts["summary"] = "\n\n".join([str(m.content) for m in folded] + [prose])
-        report = cutpoint.compact_report(
-            dicts,
-            strategy=strategy,
-            budget=budget,
-            format="openai-chat",
-            token_counter=token_counter,
-            **opts,
-        )
+        report = run(opts)
         if not report.changed:
             break
         inside = [m for m in originals[report.head : report.cut] if _is_summary(m)]
@@ -202,6 +216,93 @@ def _report(
     )
     rebuilt = originals[: report.head] + [summary] + originals[report.cut :]
     return replace(report, messages=rebuilt)
+
+
+def _key(d: Dict[str, Any]) -> Optional[tuple]:
+    """What ties an output dict to an input message through any edit: a tool
+    message's call id, an assistant message's call ids (``None`` for the rest)."""
+    if d.get("role") == "tool":
+        return ("tool", d.get("tool_call_id"))
+    calls = d.get("tool_calls")
+    if d.get("role") == "assistant" and calls:
+        return ("calls",) + tuple(c.get("id") for c in calls)
+    return None
+
+
+def _edited(original: BaseMessage, d: Dict[str, Any]) -> BaseMessage:
+    """A copy of ``original`` with what a strategy changed in its dict ``d``: a tool
+    message's content, an assistant message's content and call arguments."""
+    update: Dict[str, Any] = {"content": d.get("content") or ""}
+    if isinstance(original, AIMessage):
+        arguments = {c.get("id"): c["function"].get("arguments") for c in d.get("tool_calls", [])}
+        calls = []
+        for call in original.tool_calls:
+            args = call.get("args", {})
+            text = arguments.get(call.get("id"))
+            if text is not None and text != json.dumps(args, default=str):
+                try:
+                    args = json.loads(text)
+                except ValueError:
+                    args = {}
+            calls.append({**call, "args": args})
+        update["tool_calls"] = calls
+    return original.model_copy(update=update)
+
+
+_NEW = {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}
+
+
+def _written(d: Dict[str, Any], strategy: str, gone: List[str]) -> BaseMessage:
+    """A message a strategy wrote (a digest, a ledger), marked as cutpoint's; it
+    ``covers`` the calls of ``gone`` (calls of the input missing from the output, not
+    yet covered) that its ledger lines name; those leave ``gone``."""
+    content = d.get("content") or ""
+    text = content if isinstance(content, str) else json.dumps(content)
+    covers = [i for i in gone if f"- {i} " in text]
+    for i in covers:
+        gone.remove(i)
+    cls = _NEW.get(d.get("role", "user"), HumanMessage)
+    return cls(
+        content=content,
+        response_metadata={
+            SUMMARY_METADATA_KEY: {"summary": True, "strategy": strategy, "covers": covers}
+        },
+    )
+
+
+def _rebuild(
+    originals: List[BaseMessage],
+    dicts: List[Dict[str, Any]],
+    out: List[Dict[str, Any]],
+    strategy: str,
+) -> List[BaseMessage]:
+    """The LangChain messages of a compacted list of dicts ``out``, aligned with the
+    input in order (the strategies keep, edit, drop or replace messages, never
+    reorder them): a tool or assistant-with-calls message by its call ids, any other
+    by equality. O(len) for edits in place; a dict matching no input message is
+    searched for over the rest of the input, O(len) each."""
+    rebuilt: List[BaseMessage] = []
+    kept = {c.get("id") for d in out for c in d.get("tool_calls") or []}
+    gone = [
+        c.get("id") for d in dicts for c in d.get("tool_calls") or [] if c.get("id") not in kept
+    ]
+    j = 0
+    for d in out:
+        key = _key(d)
+        k = next(
+            (
+                i
+                for i in range(j, len(dicts))
+                if (key is not None and _key(dicts[i]) == key) or (key is None and dicts[i] == d)
+            ),
+            None,
+        )
+        if k is None:
+            rebuilt.append(_written(d, strategy, gone))
+            continue
+        rebuilt.append(originals[k] if dicts[k] == d else _edited(originals[k], d))
+        j = k + 1
+    return rebuilt
 
 
 def compact(
@@ -239,21 +340,26 @@ if _HAVE_AGENTS:
         result.
 
         When the messages hold more than ``trigger`` tokens (default: ``budget``), it
-        compacts them to at most ``budget`` tokens and replaces the state's messages
+        compacts them toward ``budget`` tokens and replaces the state's messages
         with the result (as LangChain's ``SummarizationMiddleware`` does), so later
-        turns build on the compacted history. When no legal cut can be used yet (a
+        turns build on the compacted history; a strategy that cannot reach the
+        budget (its floors, the calls in flight) gives what it can, and
+        ``last.met_budget`` says whether it fit. When no legal cut can be used yet (a
         call still in flight), it leaves the messages as they are and tries again
         before the next model call.
 
         Args:
             budget: tokens the messages may hold after compaction.
             trigger: compact only above this many tokens (default: ``budget``).
-            strategy: the cutpoint strategy (``"summarize"``; see
+            strategy: the cutpoint strategy: any of ``cutpoint.STRATEGIES``
+                (``"summarize"``, ``"clear"``, ``"clear-thinking"``, ``"digest"``,
+                ``"slide"``, ``"truncate"``, ``"pipeline"``; see
                 ``cutpoint.compact``).
             token_counter: ``str -> int`` for each content block's JSON text (default:
                 cutpoint's estimate, a token per four bytes).
-            **options: the strategy's options (``keep_head``, ``summary``,
-                ``lookback``, ...).
+            **options: the strategy's options, passed through (``keep_head``,
+                ``summary``, ``keep_tool_uses``, ``preset``, ...; an option it does
+                not take raises ``TypeError`` here, at construction).
         """
 
         def __init__(
@@ -269,11 +375,6 @@ if _HAVE_AGENTS:
             if strategy not in cutpoint.STRATEGIES:
                 raise ValueError(
                     f"unknown strategy {strategy!r}; one of: {', '.join(cutpoint.STRATEGIES)}"
-                )
-            if strategy not in cutpoint.AVAILABLE_STRATEGIES:
-                raise ValueError(
-                    f"strategy {strategy!r} is not available yet in this version of "
-                    f"cutpoint; available: {', '.join(cutpoint.AVAILABLE_STRATEGIES)}"
                 )
             # A dry run on an empty log: an option the strategy does not take fails
             # here, not at the agent's first model call.

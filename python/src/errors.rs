@@ -6,8 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cutpoint::compact::PlanError;
-use cutpoint::format::FormatError;
 use cutpoint::format::rewrite::RewriteError;
+use cutpoint::format::{DeferReport, FormatError};
 use cutpoint::{AppendError, Defer, EventError, ReplaceError, StrictViolation};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -75,25 +75,72 @@ impl<T: Into<Fact>> From<Option<T>> for Fact {
     }
 }
 
-/// `DeferError` for the selector's "no legal cut here". **O(waiting)**.
-pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
+/// Where a search for a legal cut looked, and what it found, as `DeferError`'s facts.
+struct Searched {
+    message: String,
+    target_tokens: u64,
+    lookback_tokens: u64,
+    target_index: usize,
+    floor: usize,
+    below: Option<usize>,
+    above: Option<usize>,
+    waiting_on: Vec<String>,
+}
+
+/// `DeferError` with reason `no_legal_cut`. **O(waiting)**.
+fn no_legal_cut(py: Python<'_>, s: Searched) -> PyErr {
     raise(
         py,
         "DeferError",
-        d.to_string(),
+        s.message,
         &[
             ("reason", "no_legal_cut".into()),
-            ("target_tokens", d.target_tokens.into()),
-            ("lookback_tokens", d.lookback_tokens.into()),
-            ("target_index", d.target_index.into()),
-            ("floor", d.floor.into()),
-            ("nearest_legal_below", d.nearest_legal_below.into()),
-            ("nearest_legal_above", d.nearest_legal_above.into()),
-            (
-                "waiting_on",
-                Fact::Strs(d.waiting_on.iter().map(ToString::to_string).collect()),
-            ),
+            ("target_tokens", s.target_tokens.into()),
+            ("lookback_tokens", s.lookback_tokens.into()),
+            ("target_index", s.target_index.into()),
+            ("floor", s.floor.into()),
+            ("nearest_legal_below", s.below.into()),
+            ("nearest_legal_above", s.above.into()),
+            ("waiting_on", Fact::Strs(s.waiting_on)),
         ],
+    )
+}
+
+/// `DeferError` for the selector's "no legal cut here". **O(waiting)**.
+pub(crate) fn defer(py: Python<'_>, d: &Defer) -> PyErr {
+    no_legal_cut(
+        py,
+        Searched {
+            message: d.to_string(),
+            target_tokens: d.target_tokens,
+            lookback_tokens: d.lookback_tokens,
+            target_index: d.target_index,
+            floor: d.floor,
+            below: d.nearest_legal_below,
+            above: d.nearest_legal_above,
+            waiting_on: d.waiting_on.iter().map(ToString::to_string).collect(),
+        },
+    )
+}
+
+/// `DeferError` for a rewrite's deferral, told in messages of the transcript (records
+/// of the file, for records JSONL): `floor` and `target_index` are the lowest and
+/// highest cut searched (both the message holding the target when the walk covered
+/// no message start). **O(waiting)**.
+pub(crate) fn defer_report(py: Python<'_>, d: &DeferReport) -> PyErr {
+    let (floor, target_index) = d.searched.unwrap_or((d.target_at, d.target_at));
+    no_legal_cut(
+        py,
+        Searched {
+            message: d.to_string(),
+            target_tokens: d.target_tokens,
+            lookback_tokens: d.lookback_tokens,
+            target_index,
+            floor,
+            below: d.below.map(|c| c.at),
+            above: d.above.map(|c| c.at),
+            waiting_on: d.waiting_on.iter().map(ToString::to_string).collect(),
+        },
     )
 }
 
@@ -296,6 +343,7 @@ pub(crate) fn records(py: Python<'_>, e: &cutpoint::format::records::ReadError) 
 pub(crate) fn rewrite(py: Python<'_>, e: &RewriteError) -> PyErr {
     match e {
         RewriteError::Plan(p) => plan(py, p),
+        RewriteError::Deferred(d) => defer_report(py, d),
         RewriteError::Tracker(a) => append(py, a),
         other => raise(py, "CutpointError", other.to_string(), &[]),
     }

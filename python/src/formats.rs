@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{Direction, Log, Unit, Window, summary_text};
+use cutpoint::compact::{Direction, Log, SummaryParts, Unit, Window, summary_text};
 use cutpoint::format::records::{Reader, write_entry};
 use cutpoint::format::rewrite;
 use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::errors::{self, guarded};
+use crate::strategies::{self, Choice, Options};
 
 /// Every strategy `compact` knows, in the order the docs list them.
 pub(crate) const STRATEGIES: [&str; 7] = [
@@ -26,33 +27,33 @@ pub(crate) const STRATEGIES: [&str; 7] = [
     "pipeline",
 ];
 
-/// The strategies this build implements.
-pub(crate) const AVAILABLE: [&str; 1] = ["summarize"];
+/// The strategies this build implements: all of them.
+pub(crate) const AVAILABLE: [&str; 7] = STRATEGIES;
 
 /// The strategies `compact` can run.
 enum Strategy {
     /// Replace the region between the pinned head and a legal cut by one summary
     /// message whose ledger keeps every covered pair (`format::rewrite::compact`;
-    /// `compact::Log::plan` + `apply` for records).
+    /// `compact::Log::plan` + `apply` for records), in passes toward a budget.
     Summarize,
+    /// One of the library's other strategies, or a preset pipeline, run as a
+    /// `compact::pipeline::Pipeline` (see `strategies`).
+    Pipeline(Choice),
 }
 
-/// The strategy named `name`, or a `ValueError` naming what is available. **O(1)**.
+/// The strategy named `name`, or a `ValueError` naming them all. **O(1)**.
 fn strategy(name: &str) -> PyResult<Strategy> {
-    match name {
-        "summarize" => Ok(Strategy::Summarize),
-        known if STRATEGIES.contains(&known) => Err(PyValueError::new_err(format!(
-            "strategy {known:?} is not available yet in this version of cutpoint \
-             (clear, clear-thinking, digest, slide, truncate and pipeline are not built \
-             yet); available: {}",
-            AVAILABLE.join(", ")
-        ))),
-        other => Err(PyValueError::new_err(format!(
-            "unknown strategy {other:?}; one of: {} (available now: {})",
-            STRATEGIES.join(", "),
-            AVAILABLE.join(", ")
-        ))),
+    if name == "summarize" {
+        return Ok(Strategy::Summarize);
     }
+    Choice::from_name(name)
+        .map(Strategy::Pipeline)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown strategy {name:?}; one of: {}",
+                STRATEGIES.join(", ")
+            ))
+        })
 }
 
 /// The format named `name` (`auto`: told from `text`). **O(len)** for `auto`, else
@@ -72,7 +73,7 @@ fn format_of(py: Python<'_>, text: &str, name: &str) -> PyResult<Format> {
 /// A Python callable `str -> int` as a token counter. The first error it raises (or a
 /// result that is not a non-negative int) is kept and raised once the reader is done;
 /// counts after it are 0.
-struct PyCounter<'py> {
+pub(crate) struct PyCounter<'py> {
     count: Bound<'py, PyAny>,
     error: RefCell<Option<PyErr>>,
 }
@@ -93,7 +94,7 @@ impl TokenCounter for PyCounter<'_> {
 }
 
 /// The counter to read with: the caller's, or the library's byte estimate.
-enum Counter<'py> {
+pub(crate) enum Counter<'py> {
     Bytes(ByteEstimate),
     Python(PyCounter<'py>),
 }
@@ -116,8 +117,18 @@ impl<'py> Counter<'py> {
         }
     }
 
+    /// The caller's count of `text`, `None` without a Python counter (the library
+    /// then estimates it as it does for every text it writes). An error is kept for
+    /// [`take_error`](Counter::take_error). **O(len)** plus the callable.
+    pub(crate) fn count(&self, text: &str) -> Option<u64> {
+        match self {
+            Counter::Python(p) => Some(p.count(text)),
+            Counter::Bytes(_) => None,
+        }
+    }
+
     /// The error the Python counter raised, if any. **O(1)**.
-    fn take_error(&self) -> PyResult<()> {
+    pub(crate) fn take_error(&self) -> PyResult<()> {
         match self {
             Counter::Python(p) => p.error.borrow_mut().take().map_or(Ok(()), Err),
             Counter::Bytes(_) => Ok(()),
@@ -127,7 +138,12 @@ impl<'py> Counter<'py> {
 
 /// Reads `text` as `format` with `counter`, raising the counter's error first.
 /// **O(len)**.
-fn read(py: Python<'_>, text: &str, format: Format, counter: &Counter<'_>) -> PyResult<Transcript> {
+pub(crate) fn read(
+    py: Python<'_>,
+    text: &str,
+    format: Format,
+    counter: &Counter<'_>,
+) -> PyResult<Transcript> {
     let t = format::read(text, format, counter.get());
     counter.take_error()?;
     t.map_err(|e| errors::format(py, &e))
@@ -458,8 +474,18 @@ fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
     u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
+/// The records JSONL `text` as a compaction [`Log`]. **O(len)**.
+pub(crate) fn records_log(py: Python<'_>, text: &str) -> PyResult<Log> {
+    let mut log = Log::new();
+    for item in Reader::new(text.as_bytes()).entries() {
+        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
+        log.append(entry).map_err(|e| errors::append(py, &e))?;
+    }
+    Ok(log)
+}
+
 /// Tokens of the live history of `t`. **O(messages)**.
-fn live_tokens(t: &Transcript) -> u64 {
+pub(crate) fn live_tokens(t: &Transcript) -> u64 {
     t.messages[t.live_from()..]
         .iter()
         .fold(0u64, |a, m| a.saturating_add(m.tokens()))
@@ -496,7 +522,7 @@ fn summarize_transcript(
         ) {
             Ok(Some(done)) => done,
             Ok(None) => return Ok(Step::Nothing),
-            Err(e @ rewrite::RewriteError::Plan(_)) => {
+            Err(e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_))) => {
                 return Ok(Step::Deferred(errors::rewrite(py, &e)));
             }
             Err(e) => return Err(errors::rewrite(py, &e)),
@@ -506,7 +532,12 @@ fn summarize_transcript(
             // (the one ledger renderer's text in the format's shape), read alone to
             // count it: the retained messages keep their counts, so no re-read of
             // the whole output is needed.
-            let text = summary_text(&opts.summary, &done.ledger);
+            let text = SummaryParts::new(
+                opts.summary.clone(),
+                done.ledger.clone(),
+                done.orphans.clone(),
+            )
+            .text();
             let message = rewrite::summary_message(format, &text, ByteEstimate.count(&text));
             let alone = read(py, &format!("[{message}]"), format, counter)?;
             let kept = before.saturating_sub(done.tokens);
@@ -553,11 +584,7 @@ fn summarize_records(
     opts: &Summarize,
     counter: &Counter<'_>,
 ) -> PyResult<Outcome> {
-    let mut log = Log::new();
-    for item in Reader::new(text.as_bytes()).entries() {
-        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
-        log.append(entry).map_err(|e| errors::append(py, &e))?;
-    }
+    let mut log = records_log(py, text)?;
     let tracker = log.tracker();
     let before = tracker.total_tokens();
     let head_tokens = tracker
@@ -617,11 +644,14 @@ fn summarize_records(
 }
 
 /// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a
-/// dict: `changed`, `text` (the compacted log in the input's format, `None` when
-/// unchanged), `head`, `cut`, `tokens_before`, `tokens_after`, `summarized_tokens`,
-/// `ledger` (dicts: `call_id`, `tool`, `arguments`, `status`, `first_line`),
-/// `summary` (the summary message as JSON text). **O(len)** per pass (at most
-/// `BUDGET_PASSES` passes to meet a budget).
+/// dict: `strategy`, `changed`, `text` (the compacted log in the input's format,
+/// `None` when unchanged), `budget`, `tokens_before`, `tokens_after`, `met_budget`,
+/// `steps` (one dict per pipeline stage, the fields of the CLI's `--report` lines;
+/// `[]` for `summarize`), and for `summarize` only (`None` or `[]` otherwise):
+/// `head`, `cut`, `summarized_tokens`, `ledger` (dicts: `call_id`, `tool`,
+/// `arguments`, `status`, `first_line`), `summary` (the summary message as JSON
+/// text). **O(len)** per pass for `summarize` (at most `BUDGET_PASSES` passes to meet
+/// a budget); **O(len)** plus what the stages cost for the others.
 #[pyfunction]
 #[pyo3(signature = (text, format = "auto", strategy = "summarize", options = None, token_counter = None))]
 pub(crate) fn compact<'py>(
@@ -634,39 +664,65 @@ pub(crate) fn compact<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let chosen = self::strategy(strategy)?;
     let counter = Counter::new(token_counter);
-    let outcome = guarded(py, || {
-        let format = format_of(py, text, format)?;
-        match chosen {
-            Strategy::Summarize => {
-                let opts = Summarize::from_options(options.as_ref())?;
+    let dict = PyDict::new(py);
+    dict.set_item("strategy", strategy)?;
+    match chosen {
+        Strategy::Summarize => {
+            let opts = Summarize::from_options(options.as_ref())?;
+            let outcome = guarded(py, || {
+                let format = format_of(py, text, format)?;
                 if format == Format::Records {
                     summarize_records(py, text, &opts, &counter)
                 } else {
                     summarize_transcript(py, text, format, &opts, &counter)
                 }
+            })?;
+            dict.set_item("changed", outcome.text.is_some())?;
+            dict.set_item("text", outcome.text)?;
+            dict.set_item("budget", opts.budget)?;
+            dict.set_item("tokens_before", outcome.tokens_before)?;
+            dict.set_item("tokens_after", outcome.tokens_after)?;
+            dict.set_item(
+                "met_budget",
+                opts.budget.is_none_or(|b| outcome.tokens_after <= b),
+            )?;
+            dict.set_item("steps", PyList::empty(py))?;
+            dict.set_item("head", outcome.head)?;
+            dict.set_item("cut", outcome.cut)?;
+            dict.set_item("summarized_tokens", outcome.summarized_tokens)?;
+            let ledger = PyList::empty(py);
+            for unit in &outcome.ledger {
+                let u = PyDict::new(py);
+                u.set_item("call_id", unit.call_id.as_str())?;
+                u.set_item("tool", unit.tool.as_deref())?;
+                u.set_item("arguments", unit.arguments.as_deref())?;
+                u.set_item("status", unit.status.map(|s| s.name()))?;
+                u.set_item("first_line", unit.first_line.as_deref())?;
+                ledger.append(u)?;
             }
+            dict.set_item("ledger", ledger)?;
+            dict.set_item("summary", outcome.summary)?;
         }
-    })?;
-    let dict = PyDict::new(py);
-    dict.set_item("strategy", strategy)?;
-    dict.set_item("changed", outcome.text.is_some())?;
-    dict.set_item("text", outcome.text)?;
-    dict.set_item("head", outcome.head)?;
-    dict.set_item("cut", outcome.cut)?;
-    dict.set_item("tokens_before", outcome.tokens_before)?;
-    dict.set_item("tokens_after", outcome.tokens_after)?;
-    dict.set_item("summarized_tokens", outcome.summarized_tokens)?;
-    let ledger = PyList::empty(py);
-    for unit in &outcome.ledger {
-        let u = PyDict::new(py);
-        u.set_item("call_id", unit.call_id.as_str())?;
-        u.set_item("tool", unit.tool.as_deref())?;
-        u.set_item("arguments", unit.arguments.as_deref())?;
-        u.set_item("status", unit.status.map(|s| s.name()))?;
-        u.set_item("first_line", unit.first_line.as_deref())?;
-        ledger.append(u)?;
+        Strategy::Pipeline(choice) => {
+            let opts = Options::from_dict(choice, options.as_ref())?;
+            let ran = guarded(py, || {
+                let format = format_of(py, text, format)?;
+                strategies::run(py, text, format, choice, &opts, &counter)
+            })?;
+            let report = &ran.report;
+            dict.set_item("changed", ran.text.is_some())?;
+            dict.set_item("text", ran.text.as_deref())?;
+            dict.set_item("budget", ran.budget)?;
+            dict.set_item("tokens_before", ran.tokens_before)?;
+            dict.set_item("tokens_after", ran.tokens_after)?;
+            dict.set_item("met_budget", ran.met_budget())?;
+            dict.set_item("steps", strategies::steps(py, report)?)?;
+            dict.set_item("head", py.None())?;
+            dict.set_item("cut", py.None())?;
+            dict.set_item("summarized_tokens", py.None())?;
+            dict.set_item("ledger", PyList::empty(py))?;
+            dict.set_item("summary", py.None())?;
+        }
     }
-    dict.set_item("ledger", ledger)?;
-    dict.set_item("summary", outcome.summary)?;
     Ok(dict)
 }

@@ -7,6 +7,8 @@
 //! - `tracker`: `Tracker`, `Record`, `Event` and the values they return.
 //! - `formats`: `check`, `legal_cuts`, `detect`, `count_tokens`, `compact` (dispatching on a strategy
 //!   name) on whole logs.
+//! - `strategies`: `compact`'s strategies other than `summarize` (clear,
+//!   clear-thinking, digest, slide, truncate, pipeline), run as the library's pipelines.
 //! - `errors`: every library error as a Python exception with its facts; a Rust panic
 //!   becomes a `CutpointError`, never a crash.
 #![forbid(unsafe_code)]
@@ -15,6 +17,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod formats;
+mod strategies;
 mod tracker;
 
 /// The native half of the `cutpoint` package. Import `cutpoint`, not this module.

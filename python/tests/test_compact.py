@@ -200,13 +200,6 @@ def test_log_files_compact_in_their_own_format() -> None:
     assert cutpoint.count_tokens(out, "codex") <= total // 2
 
 
-@pytest.mark.parametrize("strategy", ["clear", "clear-thinking", "digest", "slide", "truncate", "pipeline"])
-def test_strategies_not_built_yet_say_so(strategy: str) -> None:
-    assert strategy in cutpoint.STRATEGIES and strategy not in cutpoint.AVAILABLE_STRATEGIES
-    with pytest.raises(ValueError, match=f'strategy "{strategy}" is not available yet.*available: summarize'):
-        cutpoint.compact([{"role": "user", "content": "hi"}], strategy=strategy, budget=1, format="openai-chat")
-
-
 def test_option_errors() -> None:
     msgs = [{"role": "user", "content": "hi"}]
     with pytest.raises(ValueError, match='unknown strategy "squash"'):

@@ -188,9 +188,121 @@ def test_the_middleware_waits_while_a_call_runs_and_refuses_unknown_strategies()
     messages = to_langchain(conversation(random.Random(4), 3, pending_at_end=True))
     middleware = cl.CutpointMiddleware(budget=0, lookback=0)
     assert middleware.before_model({"messages": messages}, None) is None
-    with pytest.raises(ValueError, match="not available yet"):
-        cl.CutpointMiddleware(budget=10, strategy="clear")
+    with pytest.raises(TypeError, match='"clear" takes no option "summary"'):
+        cl.CutpointMiddleware(budget=10, strategy="clear", summary="x")
+    with pytest.raises(ValueError, match="unknown preset"):
+        cl.CutpointMiddleware(budget=10, strategy="pipeline", preset="wild")
     with pytest.raises(ValueError, match="unknown strategy"):
         cl.CutpointMiddleware(budget=10, strategy="squash")
     with pytest.raises(TypeError, match='no option "keep_turns"'):
         cl.CutpointMiddleware(budget=10, keep_turns=3)
+
+
+@pytest.mark.parametrize("strategy", [s for s in cutpoint.STRATEGIES if s != "summarize"])
+def test_every_strategy_on_langchain_messages_keeps_your_objects(strategy: str) -> None:
+    messages = to_langchain(conversation(random.Random(21), 6, max_parallel=3))
+    dicts = cl.to_openai_dicts(messages)
+    total = cutpoint.count_tokens(dicts, "openai-chat")
+    report = cl.compact_report(messages, strategy=strategy, budget=total // 2, keep_head=1)
+    out = report.messages
+    assert cl.check(out) == []
+    # The rebuilt messages are exactly what cutpoint made of the dicts...
+    expected = cutpoint.compact(dicts, strategy=strategy, budget=total // 2, format="openai-chat", keep_head=1)
+    assert cl.to_openai_dicts(out) == expected
+    # ... with your own objects wherever a message was kept as it was.
+    by_dict = {}
+    for m, d in zip(messages, dicts):
+        by_dict.setdefault(repr(d), m)
+    for m, d in zip(out, expected):
+        if repr(d) in by_dict and not cl.SUMMARY_METADATA_KEY in (m.response_metadata or {}):
+            assert any(m is o for o in messages) or m.id == by_dict[repr(d)].id
+    assert report.messages[0] is messages[0]
+    # Every call is kept, covered by a ledger cutpoint wrote, or named as dropped.
+    kept = set(ai_call_ids(out))
+    covered = {
+        c for m in out if cl.SUMMARY_METADATA_KEY in (m.response_metadata or {})
+        for c in m.response_metadata[cl.SUMMARY_METADATA_KEY]["covers"]
+    }
+    dropped = {c for s in report.steps for c in s.get("dropped_calls", [])}
+    assert kept | covered | dropped == set(ai_call_ids(messages))
+    assert not (kept & covered) and not (kept & dropped)
+    if strategy in ("clear", "digest", "slide", "truncate", "pipeline"):
+        assert report.changed
+
+
+def test_clear_edits_copies_of_your_messages_in_place() -> None:
+    messages = to_langchain(conversation(random.Random(22), 4, max_parallel=2))
+    report = cl.compact_report(messages, strategy="clear", keep_tool_uses=1, clear_tool_inputs=True)
+    out = report.messages
+    assert len(out) == len(messages)
+    tools = [(a, b) for a, b in zip(messages, out) if isinstance(a, ToolMessage)]
+    cleared = [(a, b) for a, b in tools if b is not a]
+    assert len(cleared) == len(tools) - 1 == report.steps[0]["cleared_results"]
+    for a, b in cleared:
+        assert b.content == "[tool result cleared to save context]"
+        assert b.tool_call_id == a.tool_call_id and a.content != b.content
+    # The untouched messages are your objects; the cleared calls lost their arguments.
+    for a, b in zip(messages, out):
+        if isinstance(a, (HumanMessage, SystemMessage)):
+            assert a is b
+        if isinstance(a, AIMessage) and a.tool_calls:
+            assert [c["id"] for c in a.tool_calls] == [c["id"] for c in b.tool_calls]
+    last = ai_call_ids(messages)[-1]
+    for m in out:
+        if isinstance(m, AIMessage):
+            for c in m.tool_calls:
+                assert (c["args"] == {}) == (c["id"] != last)
+
+
+@pytest.mark.parametrize(
+    "strategy,options",
+    [("clear", {"keep_tool_uses": 2}), ("digest", {}), ("truncate", {}), ("pipeline", {"preset": "aggressive"})],
+)
+def test_the_middleware_runs_any_strategy_inside_create_agent(strategy: str, options: Any) -> None:
+    from langchain.agents import create_agent
+
+    model = ScriptedModel(seen=[])
+    budget = 3_000
+    middleware = cl.CutpointMiddleware(budget=budget, strategy=strategy, keep_head=1, **options)
+    # Each compaction, with the index of the model call that follows it.
+    reports: List[Any] = []
+    compact = middleware._compact
+
+    def spy(messages: Any) -> Any:
+        update = compact(messages)
+        if update is not None:
+            reports.append((len(model.seen), middleware.last))
+        return update
+
+    middleware._compact = spy  # type: ignore[method-assign]
+    agent = create_agent(model, tools=[fetch], system_prompt="Read every page.", middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage("Read the pages.")]})
+    assert state["messages"][-1].content == "All pages read."
+    assert len(reports) >= 2
+    assert any(r.met_budget for _, r in reports)
+    for seen in model.seen:
+        conversation_only = [m for m in seen if not isinstance(m, SystemMessage)]
+        assert cl.check(conversation_only) == [], "the model never sees a split pair"
+        assert conversation_only[0].content == "Read the pages."
+    for call, report in reports:
+        assert report.changed and report.strategy == strategy and report.steps
+        # The model saw exactly the compacted messages, of the size reported.
+        seen = [m for m in model.seen[call] if not isinstance(m, SystemMessage)]
+        assert cl.to_openai_dicts(seen) == cl.to_openai_dicts(report.messages)
+        tokens = cutpoint.count_tokens(cl.to_openai_dicts(seen), "openai-chat")
+        assert tokens == report.tokens_after < report.tokens_before
+        assert report.met_budget == (tokens <= budget)
+    final = state["messages"]
+    made = {f"call_{s}_{k}" for s in range(1, model.rounds + 1) for k in range(1 + s % 3)}
+    covered = {
+        c for m in final if cl.SUMMARY_METADATA_KEY in (m.response_metadata or {})
+        for c in m.response_metadata[cl.SUMMARY_METADATA_KEY]["covers"]
+    }
+    dropped = {c for _, r in reports for step in r.steps for c in step.get("dropped_calls", [])}
+    assert set(ai_call_ids(final)) | covered | dropped == made
+    if strategy == "clear":
+        assert set(ai_call_ids(final)) == made, "clear keeps every call"
+        assert any(isinstance(m, ToolMessage) and m.content == "[tool result cleared to save context]" for m in final)
+    if strategy == "truncate":
+        assert dropped
+    assert cl.check(final) == []

@@ -1,0 +1,550 @@
+//! `compact` with the library's strategies other than the one-summary `summarize`:
+//! `clear`, `clear-thinking`, `digest`, `slide`, `truncate`, or a preset `pipeline`.
+//! Each runs as a [`Pipeline`] (one stage toward the budget, or the preset's stages):
+//! on records JSONL through a `compact::Log`, on every other format through
+//! [`format::edit::run`], which writes the result back in the input's format. The
+//! options and the step reports mirror the CLI's `compact --strategy` flags and its
+//! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
+
+use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
+use cutpoint::compact::strategy::{
+    CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, LeftAlone,
+    NoProgress, Prose, Slide, Strategy, Summarize, SummaryRequest, Truncate,
+};
+use cutpoint::format::records::write_entry;
+use cutpoint::format::{self, Format, Transcript};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyList};
+
+use crate::errors;
+use crate::formats::{Counter, live_tokens, read, records_log};
+
+/// What `strategy=` names, when it is not `summarize`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Choice {
+    /// One strategy, toward the budget (or as far as it may, without one).
+    One(Kind),
+    /// The stages of a preset.
+    Pipeline,
+}
+
+impl Choice {
+    /// The choice named `name` (`summarize` is not one: it has its own path).
+    /// **O(1)**.
+    pub(crate) fn from_name(name: &str) -> Option<Choice> {
+        match name {
+            "pipeline" => Some(Choice::Pipeline),
+            "summarize" => None,
+            other => Kind::from_name(other).map(Choice::One),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Choice::One(kind) => kind.name(),
+            Choice::Pipeline => "pipeline",
+        }
+    }
+
+    /// The options this choice takes, as the TypeError for an unknown one lists them.
+    fn options(self) -> &'static [&'static str] {
+        const FLOORS: [&str; 5] = [
+            "budget",
+            "keep_head",
+            "keep_turns",
+            "context_window",
+            "max_output",
+        ];
+        match self {
+            Choice::One(Kind::Clear) => &[
+                FLOORS[0],
+                FLOORS[1],
+                FLOORS[2],
+                FLOORS[3],
+                FLOORS[4],
+                "keep_tool_uses",
+                "clear_at_least",
+                "exclude_tools",
+                "clear_tool_inputs",
+            ],
+            Choice::One(_) => &FLOORS,
+            Choice::Pipeline => &[
+                FLOORS[0],
+                FLOORS[1],
+                FLOORS[2],
+                FLOORS[3],
+                FLOORS[4],
+                "preset",
+                "keep_tool_uses",
+                "clear_at_least",
+                "exclude_tools",
+                "clear_tool_inputs",
+                "summary",
+            ],
+        }
+    }
+}
+
+/// The options of the strategies, named as the CLI's flags are (`--keep-tool-uses`
+/// is `keep_tool_uses`, ...).
+#[derive(Default)]
+pub(crate) struct Options {
+    budget: Option<u64>,
+    keep_head: usize,
+    keep_turns: Option<usize>,
+    preset: Option<Preset>,
+    keep_tool_uses: Option<usize>,
+    clear_at_least: Option<u64>,
+    exclude_tools: Vec<String>,
+    clear_inputs: Option<ClearInputs>,
+    summary: Option<String>,
+    context_window: Option<u64>,
+    max_output: Option<u64>,
+}
+
+/// A non-negative integer option: a `TypeError` for a value that is not an int, a
+/// `ValueError` for a negative or too large one. **O(1)**.
+fn count<T: for<'a, 'py> FromPyObject<'a, 'py>>(
+    key: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract::<T>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{key} must be a non-negative integer that fits in 64 bits, not {value}"
+        ))
+    })
+}
+
+/// A list of tool names. **O(n)**.
+fn names(key: &str, value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if value.is_instance_of::<pyo3::types::PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be a list of tool names, not a str"
+        )));
+    }
+    value
+        .try_iter()
+        .and_then(|items| {
+            items
+                .map(|i| i.and_then(|i| i.extract::<String>()))
+                .collect()
+        })
+        .map_err(|_| PyTypeError::new_err(format!("{key} must be a list of tool names (str)")))
+}
+
+impl Options {
+    /// Reads `options` for `choice` (`None` values are unset). **O(options)**.
+    ///
+    /// # Errors
+    /// `TypeError` for an option `choice` does not take, a missing budget for a
+    /// pipeline, or a value of the wrong type; `ValueError` for a bad value.
+    pub(crate) fn from_dict(choice: Choice, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut out = Options::default();
+        for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
+            let key: String = key.extract()?;
+            if !choice.options().contains(&key.as_str()) {
+                return Err(PyTypeError::new_err(format!(
+                    "strategy {:?} takes no option {key:?}; it takes: {}",
+                    choice.name(),
+                    choice.options().join(", ")
+                )));
+            }
+            if value.is_none() {
+                continue;
+            }
+            match key.as_str() {
+                "budget" => out.budget = Some(count(&key, &value)?),
+                "keep_head" => out.keep_head = count(&key, &value)?,
+                "keep_turns" => out.keep_turns = Some(count(&key, &value)?),
+                "keep_tool_uses" => out.keep_tool_uses = Some(count(&key, &value)?),
+                "clear_at_least" => out.clear_at_least = Some(count(&key, &value)?),
+                "context_window" => out.context_window = Some(count(&key, &value)?),
+                "max_output" => out.max_output = Some(count(&key, &value)?),
+                "exclude_tools" => out.exclude_tools = names(&key, &value)?,
+                "clear_tool_inputs" => {
+                    out.clear_inputs = Some(if value.is_instance_of::<PyBool>() {
+                        if value.extract::<bool>()? {
+                            ClearInputs::All
+                        } else {
+                            ClearInputs::None
+                        }
+                    } else {
+                        ClearInputs::Tools(names(&key, &value)?)
+                    });
+                }
+                "summary" => out.summary = Some(value.extract()?),
+                "preset" => {
+                    let name: String = value.extract()?;
+                    out.preset = Some(Preset::from_name(&name).ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "unknown preset {name:?}; one of: {}",
+                            Preset::ALL.map(Preset::name).join(", ")
+                        ))
+                    })?);
+                }
+                other => {
+                    return Err(PyTypeError::new_err(format!(
+                        "strategy {:?} takes no option {other:?}",
+                        choice.name()
+                    )));
+                }
+            }
+        }
+        match (out.context_window, out.max_output) {
+            (Some(_), None) => {
+                return Err(PyTypeError::new_err(
+                    "context_window needs max_output (the budget is the window less the output)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(PyTypeError::new_err("max_output needs context_window"));
+            }
+            _ => {}
+        }
+        if choice == Choice::Pipeline && out.budget().is_none() {
+            return Err(PyTypeError::new_err(
+                "strategy \"pipeline\" needs budget= (or context_window= with max_output=)",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The budget: `budget`, else the context window less the output. **O(1)**.
+    pub(crate) fn budget(&self) -> Option<u64> {
+        self.budget.or_else(|| {
+            self.context_window
+                .zip(self.max_output)
+                .map(|(w, m)| w.saturating_sub(m))
+        })
+    }
+
+    /// `base` with the clear options applied, its placeholder counted by `counter`.
+    fn clear(&self, base: Clear, counter: &Counter<'_>) -> Clear {
+        let mut clear = base;
+        if let Some(n) = self.keep_tool_uses {
+            clear = clear.keep_tool_uses(n);
+        }
+        if let Some(t) = self.clear_at_least {
+            clear = clear.clear_at_least(t);
+        }
+        if !self.exclude_tools.is_empty() {
+            clear = clear.exclude_tools(self.exclude_tools.iter().cloned());
+        }
+        if let Some(which) = &self.clear_inputs {
+            clear = clear.clear_inputs(which.clone());
+        }
+        if let Some(tokens) = counter.count(CLEARED_RESULT_TEXT) {
+            clear.placeholder_tokens = tokens;
+        }
+        clear
+    }
+
+    /// The strategy `kind` with the options applied.
+    fn strategy(&self, kind: Kind, counter: &Counter<'_>) -> Strategy {
+        let turns = self.keep_turns;
+        match kind {
+            Kind::Clear => Strategy::Clear(self.clear(Clear::default(), counter)),
+            Kind::ClearThinking => {
+                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
+                    ClearThinking::default().keep_turns(n)
+                }))
+            }
+            Kind::Digest => Strategy::Digest(Digest::default()),
+            Kind::Slide => Strategy::Slide(
+                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
+            ),
+            Kind::Truncate => Strategy::Truncate(Truncate::default()),
+            _ => Strategy::Summarize(Summarize::default()),
+        }
+    }
+
+    /// The pipeline the options describe (as the CLI's) toward `budget`, floors
+    /// from `keep_head` records. **O(stages)**.
+    fn pipeline(
+        &self,
+        choice: Choice,
+        keep_head: usize,
+        budget: Option<u64>,
+        counter: &Counter<'_>,
+    ) -> Pipeline {
+        let mut pipeline = match choice {
+            Choice::Pipeline => {
+                let mut p = self
+                    .preset
+                    .unwrap_or(Preset::Balanced)
+                    .pipeline(budget.unwrap_or(u64::MAX));
+                for stage in &mut p.stages {
+                    if let Strategy::Clear(c) = &stage.strategy {
+                        stage.strategy = Strategy::Clear(self.clear(c.clone(), counter));
+                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
+                        && self.keep_turns.is_some()
+                    {
+                        stage.strategy = self.strategy(stage.strategy.kind(), counter);
+                    }
+                }
+                p.budget = budget;
+                p
+            }
+            Choice::One(kind) => Pipeline::one(self.strategy(kind, counter), budget),
+        };
+        let mut floors = if choice == Choice::Pipeline {
+            pipeline.floors
+        } else {
+            Floors::none()
+        };
+        floors.keep_head = floors.keep_head.max(keep_head);
+        if let Some(n) = self.keep_turns {
+            floors.min_turns = n;
+        }
+        pipeline.floors = floors;
+        pipeline
+    }
+}
+
+/// What a pipeline run came to.
+pub(crate) struct Ran {
+    /// The log after the run in the input's format, `None` when nothing was edited.
+    pub(crate) text: Option<String>,
+    /// The budget asked for (the report's may be lower: see [`run`]).
+    pub(crate) budget: Option<u64>,
+    /// Tokens of the live history before the run, as `count_tokens` counts them.
+    pub(crate) tokens_before: u64,
+    /// Tokens after, as `count_tokens` counts the output: the records' own counts
+    /// for records JSONL; for the other formats the output read back with the
+    /// caller's counter (the report's steps count the text the strategies wrote by
+    /// the library's estimate, so they can differ by that text's estimate error).
+    pub(crate) tokens_after: u64,
+    /// The run's report.
+    pub(crate) report: PipelineReport,
+}
+
+impl Ran {
+    /// Whether the output fits the budget (always, without one). **O(1)**.
+    pub(crate) fn met_budget(&self) -> bool {
+        self.budget.is_none_or(|b| self.tokens_after <= b)
+    }
+}
+
+/// The most runs a budget takes on a transcript: the strategies count the text they
+/// write (placeholders, ledgers, digests) by the library's estimate, the output is
+/// counted as the reader counts it (with the caller's counter), so a run that meets
+/// the budget by its own count can be over it by the output's; the next run aims
+/// lower by what it was over. Bounded so that a counter far from the estimate
+/// cannot loop long.
+const BUDGET_RUNS: usize = 4;
+
+/// The summarize stages' prose: the `summary` option (counted by the caller's
+/// counter when there is one), else none (the ledger alone).
+fn prose<'a>(
+    opts: &'a Options,
+    counter: &Counter<'_>,
+) -> impl FnMut(&SummaryRequest<'_>) -> Prose + 'a {
+    let tokens = opts.summary.as_deref().and_then(|s| counter.count(s));
+    move |_: &SummaryRequest<'_>| match &opts.summary {
+        None => Prose::none(),
+        Some(s) => {
+            let mut p = Prose::text(s.clone());
+            p.tokens = tokens;
+            p
+        }
+    }
+}
+
+/// Whether a run edited anything. **O(steps)**.
+fn edited(report: &PipelineReport) -> bool {
+    report.ran().any(|r| !r.edits.is_empty())
+}
+
+/// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
+/// `compact::Log`, the other formats through [`format::edit::run`], again with a lower
+/// budget while the output is over the budget asked (at most [`BUDGET_RUNS`] runs;
+/// the run with the fewest tokens after it is kept, and the first one that fits
+/// is the one with the fewest). `keep_head` counts records for records JSONL,
+/// messages otherwise. **O(len)** per run plus what the stages cost (each output
+/// is read back once to count it).
+pub(crate) fn run(
+    py: Python<'_>,
+    text: &str,
+    format: Format,
+    choice: Choice,
+    opts: &Options,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
+    if format == Format::Records {
+        return run_records(py, text, choice, opts, counter);
+    }
+    let t = read(py, text, format, counter)?;
+    let asked = opts.budget();
+    let mut aim = asked;
+    let mut best: Option<Ran> = None;
+    for _ in 0..BUDGET_RUNS {
+        let ran = run_transcript(py, &t, text, format, choice, opts, aim, counter)?;
+        let over = asked.map_or(0, |b| ran.tokens_after.saturating_sub(b));
+        let gained = best
+            .as_ref()
+            .is_none_or(|b| ran.tokens_after < b.tokens_after);
+        if gained {
+            best = Some(ran);
+        }
+        match aim {
+            Some(a) if over > 0 && gained && a > 0 => aim = Some(a.saturating_sub(over)),
+            _ => break,
+        }
+    }
+    best.ok_or_else(|| errors::cutpoint(py, "no run was made".to_owned()))
+}
+
+/// One run on records JSONL: the records' own token counts are the output's.
+/// **O(len)** plus what the stages cost.
+fn run_records(
+    py: Python<'_>,
+    text: &str,
+    choice: Choice,
+    opts: &Options,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
+    let mut log = records_log(py, text)?;
+    let pipeline = opts.pipeline(choice, opts.keep_head, opts.budget(), counter);
+    let mut prose = prose(opts, counter);
+    counter.take_error()?;
+    let report = pipeline.run_with(&mut log, &mut Progress::new(), &mut prose);
+    let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
+    let mut ran = Ran {
+        text: None,
+        budget: opts.budget(),
+        tokens_before,
+        tokens_after: tokens_before,
+        report,
+    };
+    if edited(&ran.report) {
+        let mut out = Vec::with_capacity(text.len());
+        for entry in log.entries() {
+            write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        }
+        ran.text = Some(String::from_utf8(out).map_err(|e| errors::cutpoint(py, e.to_string()))?);
+        ran.tokens_after = tokens_after;
+    }
+    Ok(ran)
+}
+
+/// One run on the transcript `t` (read from `text`) toward `aim` tokens, written back
+/// and read back to count it. **O(len)** plus what the stages cost.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one run's inputs: the transcript, its text, the choice, its options, the aim and the counter"
+)]
+fn run_transcript(
+    py: Python<'_>,
+    t: &Transcript,
+    text: &str,
+    format: Format,
+    choice: Choice,
+    opts: &Options,
+    aim: Option<u64>,
+    counter: &Counter<'_>,
+) -> PyResult<Ran> {
+    // The pinned head counts messages of the live history here.
+    let pipeline = opts.pipeline(choice, 0, aim, counter);
+    let mut prose = prose(opts, counter);
+    counter.take_error()?;
+    let done = format::edit::run(
+        t,
+        text,
+        &pipeline,
+        opts.keep_head,
+        &mut Progress::new(),
+        &mut prose,
+    )
+    .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+    let tokens_before = live_tokens(t);
+    let mut ran = Ran {
+        text: None,
+        budget: opts.budget(),
+        tokens_before,
+        tokens_after: tokens_before,
+        report: done.report,
+    };
+    if edited(&ran.report) {
+        ran.tokens_after = live_tokens(&read(py, &done.text, format, counter)?);
+        ran.text = Some(done.text);
+    }
+    Ok(ran)
+}
+
+fn left_alone<'py>(py: Python<'py>, r: &LeftAlone) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (why, n) in r.iter() {
+        d.set_item(why.name(), n)?;
+    }
+    Ok(d)
+}
+
+fn no_progress<'py>(py: Python<'py>, n: &NoProgress) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("strategy", n.kind.name())?;
+    d.set_item("outcome", "no-progress")?;
+    d.set_item("reason", n.reason.name())?;
+    d.set_item("detail", n.reason.to_string())?;
+    d.set_item("tokens", n.tokens)?;
+    d.set_item("left_alone", left_alone(py, &n.left_alone)?)?;
+    Ok(d)
+}
+
+/// One step as a dict with the fields of the CLI's `--report` line. **O(fields +
+/// dropped calls)**.
+fn step<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match step {
+        Step::Ran(r) => {
+            d.set_item("strategy", r.kind.name())?;
+            d.set_item("outcome", "ran")?;
+            d.set_item("tokens_before", r.tokens_before)?;
+            d.set_item("tokens_after", r.tokens_after)?;
+            d.set_item("records_before", r.records_before)?;
+            d.set_item("records_after", r.records_after)?;
+            d.set_item("cleared_results", r.cleared_results)?;
+            d.set_item("cleared_inputs", r.cleared_inputs)?;
+            d.set_item("cleared_thinking", r.cleared_thinking)?;
+            d.set_item("summaries", r.summaries)?;
+            d.set_item("summarized_calls", r.summarized_calls)?;
+            d.set_item("dropped_turns", r.dropped_turns)?;
+            let dropped: Vec<&str> = r.dropped_calls.iter().map(|id| id.as_str()).collect();
+            d.set_item("dropped_calls", dropped)?;
+            d.set_item("met_target", r.met_target)?;
+            d.set_item("left_alone", left_alone(py, &r.left_alone)?)?;
+            Ok(d)
+        }
+        Step::NoProgress(n) => no_progress(py, n),
+        Step::NotTriggered(k) => {
+            d.set_item("strategy", k.name())?;
+            d.set_item("outcome", "not-triggered")?;
+            Ok(d)
+        }
+        Step::Stalled(k) => {
+            d.set_item("strategy", k.name())?;
+            d.set_item("outcome", "stalled")?;
+            Ok(d)
+        }
+        other => {
+            d.set_item("strategy", other.kind().name())?;
+            d.set_item("outcome", "other")?;
+            Ok(d)
+        }
+    }
+}
+
+/// The report's steps as a list of dicts. **O(steps)**.
+pub(crate) fn steps<'py>(py: Python<'py>, report: &PipelineReport) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for s in &report.steps {
+        list.append(step(py, s)?)?;
+    }
+    Ok(list)
+}
