@@ -110,7 +110,7 @@ impl<'py> Counter<'py> {
         }
     }
 
-    fn get(&self) -> &dyn TokenCounter {
+    pub(crate) fn get(&self) -> &dyn TokenCounter {
         match self {
             Counter::Bytes(b) => b,
             Counter::Python(p) => p,

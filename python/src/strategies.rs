@@ -332,14 +332,6 @@ impl Ran {
     }
 }
 
-/// The most runs a budget takes on a transcript: the strategies count the text they
-/// write (placeholders, ledgers, digests) by the library's estimate, the output is
-/// counted as the reader counts it (with the caller's counter), so a run that meets
-/// the budget by its own count can be over it by the output's; the next run aims
-/// lower by what it was over. Bounded so that a counter far from the estimate
-/// cannot loop long.
-const BUDGET_RUNS: usize = 4;
-
 /// The summarize stages' prose: the `summary` option (counted by the caller's
 /// counter when there is one), else none (the ledger alone).
 fn prose<'a>(
@@ -363,12 +355,11 @@ fn edited(report: &PipelineReport) -> bool {
 }
 
 /// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
-/// `compact::Log`, the other formats through [`format::edit::run`], again with a lower
-/// budget while the output is over the budget asked (at most [`BUDGET_RUNS`] runs;
-/// the run with the fewest tokens after it is kept, and the first one that fits
-/// is the one with the fewest). `keep_head` counts records for records JSONL,
-/// messages otherwise. **O(len)** per run plus what the stages cost (each output
-/// is read back once to count it).
+/// `compact::Log`, the other formats through [`format::edit::run`], which reads its
+/// output back with the caller's counter and runs again on it while it is over the
+/// budget (at most `format::edit::MAX_ROUNDS` rounds). `keep_head` counts records
+/// for records JSONL, messages otherwise. **O(len)** per round plus what the stages
+/// cost.
 pub(crate) fn run(
     py: Python<'_>,
     text: &str,
@@ -381,24 +372,7 @@ pub(crate) fn run(
         return run_records(py, text, choice, opts, counter);
     }
     let t = read(py, text, format, counter)?;
-    let asked = opts.budget();
-    let mut aim = asked;
-    let mut best: Option<Ran> = None;
-    for _ in 0..BUDGET_RUNS {
-        let ran = run_transcript(py, &t, text, format, choice, opts, aim, counter)?;
-        let over = asked.map_or(0, |b| ran.tokens_after.saturating_sub(b));
-        let gained = best
-            .as_ref()
-            .is_none_or(|b| ran.tokens_after < b.tokens_after);
-        if gained {
-            best = Some(ran);
-        }
-        match aim {
-            Some(a) if over > 0 && gained && a > 0 => aim = Some(a.saturating_sub(over)),
-            _ => break,
-        }
-    }
-    best.ok_or_else(|| errors::cutpoint(py, "no run was made".to_owned()))
+    run_transcript(py, &t, choice, text, opts, counter)
 }
 
 /// One run on records JSONL: the records' own token counts are the output's.
@@ -434,24 +408,19 @@ fn run_records(
     Ok(ran)
 }
 
-/// One run on the transcript `t` (read from `text`) toward `aim` tokens, written back
-/// and read back to count it. **O(len)** plus what the stages cost.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one run's inputs: the transcript, its text, the choice, its options, the aim and the counter"
-)]
+/// The run on the transcript `t` (read from `text`): [`format::edit::run`], whose
+/// report counts the output as read back with `counter`. **O(len)** per round plus
+/// what the stages cost.
 fn run_transcript(
     py: Python<'_>,
     t: &Transcript,
-    text: &str,
-    format: Format,
     choice: Choice,
+    text: &str,
     opts: &Options,
-    aim: Option<u64>,
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
     // The pinned head counts messages of the live history here.
-    let pipeline = opts.pipeline(choice, 0, aim, counter);
+    let pipeline = opts.pipeline(choice, 0, opts.budget(), counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
     let done = format::edit::run(
@@ -461,21 +430,23 @@ fn run_transcript(
         opts.keep_head,
         &mut Progress::new(),
         &mut prose,
-    )
-    .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        counter.get(),
+    );
+    counter.take_error()?;
+    let done = done.map_err(|e| errors::cutpoint(py, e.to_string()))?;
     let tokens_before = live_tokens(t);
-    let mut ran = Ran {
-        text: None,
+    let edited = edited(&done.report);
+    Ok(Ran {
+        tokens_after: if edited {
+            done.report.tokens_after
+        } else {
+            tokens_before
+        },
+        text: edited.then_some(done.text),
         budget: opts.budget(),
         tokens_before,
-        tokens_after: tokens_before,
         report: done.report,
-    };
-    if edited(&ran.report) {
-        ran.tokens_after = live_tokens(&read(py, &done.text, format, counter)?);
-        ran.text = Some(done.text);
-    }
-    Ok(ran)
+    })
 }
 
 fn left_alone<'py>(py: Python<'py>, r: &LeftAlone) -> PyResult<Bound<'py, PyDict>> {
