@@ -200,7 +200,12 @@ class Compaction:
             ``dropped_calls`` (the call ids ``truncate`` dropped without a trace),
             ``met_target``, ``left_alone``; for one that could not,
             ``reason``, ``detail``, ``tokens``, ``left_alone``). ``[]`` for
-            ``"summarize"``, which is not a pipeline.
+            ``"summarize"``, which is not a pipeline. When the output read back
+            over the budget and the pipeline ran again on it, the steps of each
+            round follow each other (see ``rounds``).
+        rounds: how many times the pipeline ran: 1, or up to 3 when the written
+            output read back over the budget and a further round on it could still
+            shrink it.
         head: (``"summarize"``) index of the summary message in ``messages`` (the
             end of the pinned head): input messages ``head..cut`` were replaced by
             it. ``None`` for the other strategies.
@@ -219,6 +224,7 @@ class Compaction:
     budget: Optional[int] = None
     met_budget: bool = True
     steps: List[Dict[str, Any]] = field(default_factory=list)
+    rounds: int = 1
     head: Optional[int] = None
     cut: Optional[int] = None
     summarized_tokens: Optional[int] = None
@@ -272,6 +278,7 @@ def compact_report(
         budget=result["budget"],
         met_budget=result["met_budget"],
         steps=result["steps"],
+        rounds=result["rounds"],
     )
     if not result["changed"]:
         return Compaction(

@@ -253,7 +253,7 @@ def compact(
     ``summarize``, ``slide``, ``truncate``, ``pipeline``) and ``options`` (see
     ``cutpoint.compact``). The dict: ``strategy``, ``changed``, ``text`` (``None``
     when unchanged), ``budget``, ``tokens_before``, ``tokens_after``, ``met_budget``,
-    ``steps`` (the CLI's ``--report`` fields, one dict per stage; ``[]`` for
+    ``rounds``, ``steps`` (the CLI's ``--report`` fields, one dict per stage and round; ``[]`` for
     ``summarize``), and for ``summarize`` ``head``, ``cut``, ``summarized_tokens``,
     ``ledger``, ``summary`` (``None``/``[]`` for the others)."""
     ...

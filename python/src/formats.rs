@@ -687,6 +687,7 @@ pub(crate) fn compact<'py>(
                 opts.budget.is_none_or(|b| outcome.tokens_after <= b),
             )?;
             dict.set_item("steps", PyList::empty(py))?;
+            dict.set_item("rounds", 1)?;
             dict.set_item("head", outcome.head)?;
             dict.set_item("cut", outcome.cut)?;
             dict.set_item("summarized_tokens", outcome.summarized_tokens)?;
@@ -717,6 +718,7 @@ pub(crate) fn compact<'py>(
             dict.set_item("tokens_after", ran.tokens_after)?;
             dict.set_item("met_budget", ran.met_budget())?;
             dict.set_item("steps", strategies::steps(py, report)?)?;
+            dict.set_item("rounds", ran.rounds)?;
             dict.set_item("head", py.None())?;
             dict.set_item("cut", py.None())?;
             dict.set_item("summarized_tokens", py.None())?;

@@ -321,8 +321,11 @@ pub(crate) struct Ran {
     /// caller's counter (the report's steps count the text the strategies wrote by
     /// the library's estimate, so they can differ by that text's estimate error).
     pub(crate) tokens_after: u64,
-    /// The run's report.
+    /// The run's report: the steps of every round.
     pub(crate) report: PipelineReport,
+    /// How many times the pipeline ran (more than once when an output read back
+    /// over the budget: [`format::edit::run`]).
+    pub(crate) rounds: usize,
 }
 
 impl Ran {
@@ -396,6 +399,7 @@ fn run_records(
         tokens_before,
         tokens_after: tokens_before,
         report,
+        rounds: 1,
     };
     if edited(&ran.report) {
         let mut out = Vec::with_capacity(text.len());
@@ -446,6 +450,7 @@ fn run_transcript(
         budget: opts.budget(),
         tokens_before,
         report: done.report,
+        rounds: done.rounds,
     })
 }
 
