@@ -128,7 +128,10 @@ impl LineIndex {
 /// place). **O(offset)**; repeated lookups use a [`LineIndex`].
 pub(crate) fn line_at(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    1 + text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count()
+    1 + text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
 }
 
 /// Where `part` (a slice borrowed from `text`) starts in `text`, or `None` when it is

@@ -1,11 +1,12 @@
 //! OpenAI Responses rules (Codex too): calls and outputs paired by `call_id` across
-//! the input, and a `reasoning` item bound to the item after it.
+//! the input, and a `reasoning` item bound to the item after it (one the model
+//! produced: an output, an input message or another reasoning item is no follower).
 
 use std::collections::HashSet;
 
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
-use crate::format::Block;
+use crate::format::{Block, Message, Role};
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut called: HashSet<&CallId> = HashSet::new();
@@ -35,6 +36,27 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
             }
         }
     }
+    for i in seg.indices() {
+        let m = &seg.messages[i];
+        if !matches!(m.blocks.last(), Some((Block::Reasoning, _))) {
+            continue;
+        }
+        let Some(next) = seg.get(i + 1) else {
+            continue;
+        };
+        if !is_follower(next) {
+            out.push(
+                seg.violation(
+                    Rule::ResponsesReasoningWithoutFollower,
+                    (i, m.blocks.len() - 1),
+                    None,
+                    false,
+                    "Item of type 'reasoning' was provided without its required following item."
+                        .to_owned(),
+                ),
+            );
+        }
+    }
     if let Some(last) = seg.end.checked_sub(1).filter(|&l| l >= seg.start) {
         if matches!(
             seg.messages[last].blocks.last(),
@@ -51,5 +73,22 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                 ),
             );
         }
+    }
+}
+
+/// Whether `m` can be the item a `reasoning` item precedes: something the model
+/// produced (an assistant message, a call, a server item), not an input, an output, a
+/// compaction or another reasoning item.
+fn is_follower(m: &Message) -> bool {
+    match m.role {
+        Role::Assistant => true,
+        Role::Item => !matches!(
+            m.blocks.first(),
+            Some((
+                Block::Result { .. } | Block::Reasoning | Block::Compaction,
+                _
+            ))
+        ),
+        _ => false,
     }
 }
