@@ -208,21 +208,37 @@ fn reasoning_kept(
     seg: &Segment<'_>,
     out: &mut Vec<RuleViolation>,
 ) {
-    // The print of each item that followed a reasoning item -> that reasoning's print.
-    let mut needs: HashMap<u64, u64> = HashMap::new();
+    // The print of each item -> the reasoning items it followed in `before`; `None`
+    // once it came without one somewhere (the same item repeated, in a Codex
+    // `replacement_history`, with its reasoning left out): then any place is fine.
+    let mut needs: HashMap<u64, Option<HashSet<u64>>> = HashMap::new();
     let mut previous: Option<(&Block, u64)> = None;
     for (_, _, b, p) in flat(before) {
-        if let Some((Block::Reasoning, r)) = previous {
-            if p != 0 && r != 0 && !matches!(b, Block::Reasoning) {
-                needs.insert(p, r);
+        if p != 0 && !matches!(b, Block::Reasoning) {
+            let after_reasoning = match previous {
+                Some((Block::Reasoning, r)) if r != 0 => Some(r),
+                _ => None,
+            };
+            let entry = needs
+                .entry(p)
+                .or_insert_with(|| after_reasoning.map(|_| HashSet::new()));
+            match (entry.as_mut(), after_reasoning) {
+                (Some(set), Some(r)) => {
+                    set.insert(r);
+                }
+                (Some(_), None) => *entry = None,
+                (None, _) => {}
             }
         }
         previous = Some((b, p));
     }
     let mut previous: Option<(&Block, u64)> = None;
     for (i, k, b, p) in flat(after) {
-        if let Some(&r) = needs.get(&p) {
-            if previous.map(|(_, q)| q) != Some(r) {
+        if let Some(Some(reasoning)) = needs.get(&p) {
+            let kept = previous
+                .filter(|(b, _)| matches!(b, Block::Reasoning))
+                .is_some_and(|(_, q)| reasoning.contains(&q));
+            if !kept {
                 let id = match b {
                     Block::Call { id, .. } => Some(id),
                     _ => None,
