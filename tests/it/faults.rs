@@ -20,14 +20,14 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// One log to inject faults into.
-struct Case {
-    name: String,
-    format: Format,
-    text: String,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) format: Format,
+    pub(crate) text: String,
 }
 
 impl Case {
-    fn read(&self) -> Transcript {
+    pub(crate) fn read(&self) -> Transcript {
         read(&self.text, self.format, &self.name)
     }
 }
@@ -37,7 +37,7 @@ fn read(text: &str, format: Format, name: &str) -> Transcript {
 }
 
 /// The rules this issue added: no untouched log breaks them.
-const NEW_RULES: [Rule; 8] = [
+pub(crate) const NEW_RULES: [Rule; 8] = [
     Rule::AnthropicCompactionMisplaced,
     Rule::AnthropicCompactionRepeated,
     Rule::AnthropicSummarizedAfterCompaction,
@@ -50,7 +50,7 @@ const NEW_RULES: [Rule; 8] = [
 
 // ---- the logs ----------------------------------------------------------------------
 
-fn transcript_cases() -> Vec<Case> {
+pub(crate) fn transcript_cases() -> Vec<Case> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transcripts");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("the fixtures folder") {
@@ -583,7 +583,14 @@ fn reasoning_dropped(case: &Case, t: &Transcript) -> Option<Faulted> {
     if !is_responses(case.format) {
         return None;
     }
-    let i = (t.live_from()..t.messages.len().saturating_sub(1))
+    // In the current turn: reasoning of earlier turns may be dropped.
+    let turn = t
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |u| u + 1)
+        .max(t.live_from());
+    let i = (turn..t.messages.len().saturating_sub(1))
         .rev()
         .find(|&i| {
             ends_in_reasoning(t, i) && t.messages[i].blocks.len() == 1 && follower(t, i + 1)
@@ -593,7 +600,7 @@ fn reasoning_dropped(case: &Case, t: &Transcript) -> Option<Faulted> {
 
 /// The latest assistant message with thinking and other blocks, answered by the
 /// message after it, and the log up to that answer (the request that sends it back).
-fn latest_thinking(case: &Case, t: &Transcript) -> Option<(usize, String)> {
+pub(crate) fn latest_thinking(case: &Case, t: &Transcript) -> Option<(usize, String)> {
     if !matches!(case.format, Format::AnthropicMessages | Format::ClaudeCode) {
         return None;
     }

@@ -18,6 +18,7 @@ mod liveness;
 mod model;
 mod policy;
 mod policy_plan;
+mod reasoning_strategies;
 mod reliability;
 mod reliability_hashing;
 mod sampled;

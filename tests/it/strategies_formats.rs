@@ -167,7 +167,7 @@ fn document(format: Format, conversation: &[(bool, Vec<Part>)]) -> String {
     }
 }
 
-fn strategies(rng: &mut Rng) -> Vec<Strategy> {
+pub(crate) fn strategies(rng: &mut Rng) -> Vec<Strategy> {
     vec![
         Strategy::Clear(
             Clear::default()
@@ -192,7 +192,12 @@ fn rule_names(t: &Transcript) -> BTreeSet<&'static str> {
 
 /// Runs `steps` of strategies on `text` (read as `format`), writes the result back
 /// and checks every property; returns the output.
-fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)]) -> String {
+pub(crate) fn check_edit(
+    name: &str,
+    text: &str,
+    format: Format,
+    plan: &[(Strategy, Goal)],
+) -> String {
     let t = format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut built = log_of(&t).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut log = built.log.clone();

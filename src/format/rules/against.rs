@@ -18,8 +18,9 @@ use crate::format::{Block, Format, Message, Role, Transcript};
 ///   `after` byte for byte;
 /// - [`Rule::ResponsesEditedBeforeCompaction`]: an item of `after` before its latest
 ///   compaction item matches no item of `before`;
-/// - [`Rule::ResponsesItemWithoutReasoning`]: an item that followed a reasoning item
-///   in `before` follows another one, or none, in `after`;
+/// - [`Rule::ResponsesItemWithoutReasoning`]: an item of the current turn (after the
+///   last user message) that followed a reasoning item in `before` follows another
+///   one, or none, in `after` (reasoning of earlier turns may be dropped);
 /// - [`Rule::GeminiMissingThoughtSignature`] also when `before` carries signatures and
 ///   `after` lost them all.
 ///
@@ -232,8 +233,19 @@ fn reasoning_kept(
         }
         previous = Some((b, p));
     }
+    // Only the current turn: reasoning of earlier turns may be dropped (the API
+    // ignores it), as Anthropic's thinking of finished turns may.
+    let turn = after
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |u| u + 1);
     let mut previous: Option<(&Block, u64)> = None;
     for (i, k, b, p) in flat(after) {
+        if i < turn {
+            previous = Some((b, p));
+            continue;
+        }
         if let Some(Some(reasoning)) = needs.get(&p) {
             let kept = previous
                 .filter(|(b, _)| matches!(b, Block::Reasoning))

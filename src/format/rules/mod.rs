@@ -98,9 +98,10 @@ pub enum Rule {
     /// each model step carries its `thoughtSignature`. Checked when the log holds any
     /// signature (a thinking model's log); earlier turns are not checked.
     GeminiMissingThoughtSignature,
-    /// OpenAI Responses: an item the model produced right after a `reasoning` item (a
-    /// call, an assistant message) goes back with that reasoning item before it. Needs
-    /// the log before and after ([`check_against`]).
+    /// OpenAI Responses: in the current turn (after the last user message), an item the
+    /// model produced right after a `reasoning` item (a call, an assistant message)
+    /// goes back with that reasoning item before it; reasoning of earlier turns may be
+    /// dropped. Needs the log before and after ([`check_against`]).
     ResponsesItemWithoutReasoning,
 }
 
