@@ -934,6 +934,16 @@ fn all_cases() -> Vec<Case> {
 fn untouched_logs_break_none_of_the_new_rules() {
     let cases = all_cases();
     assert!(cases.len() > 40, "{} logs", cases.len());
+    let streams = cases
+        .iter()
+        .filter(|c| c.name.starts_with("stream:") && !c.name.ends_with("+compaction"))
+        .count();
+    let compacted = cases.iter().filter(|c| c.name.ends_with("+compaction")).count();
+    println!(
+        "{} logs: {} transcripts, {streams} streams, {compacted} compacted variants",
+        cases.len(),
+        cases.len() - streams - compacted
+    );
     for case in &cases {
         let t = case.read();
         let alone = check_rules(&t);
