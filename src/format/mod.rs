@@ -44,6 +44,7 @@ mod gemini;
 mod gemini_cli;
 mod json_doc;
 pub mod live;
+mod native;
 mod openai_chat;
 mod openai_responses;
 pub mod records;
@@ -55,6 +56,7 @@ mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut};
 pub use detect::{detect, is_one_line_document};
+pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
 pub use rules::{Rule, RuleViolation, check_against, check_rules};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;

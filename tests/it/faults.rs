@@ -938,7 +938,10 @@ fn untouched_logs_break_none_of_the_new_rules() {
         .iter()
         .filter(|c| c.name.starts_with("stream:") && !c.name.ends_with("+compaction"))
         .count();
-    let compacted = cases.iter().filter(|c| c.name.ends_with("+compaction")).count();
+    let compacted = cases
+        .iter()
+        .filter(|c| c.name.ends_with("+compaction"))
+        .count();
     println!(
         "{} logs: {} transcripts, {streams} streams, {compacted} compacted variants",
         cases.len(),

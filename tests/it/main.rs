@@ -16,6 +16,7 @@ mod jsonl_entries;
 mod layout;
 mod liveness;
 mod model;
+mod native_cut;
 mod policy;
 mod policy_plan;
 mod reasoning_strategies;
