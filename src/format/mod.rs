@@ -350,6 +350,23 @@ impl Message {
             .any(|(b, _)| matches!(b, Block::Text | Block::Summary(_)))
     }
 
+    /// Whether it can be the item an OpenAI Responses `reasoning` item precedes:
+    /// something the model produced (an assistant message, a call, a server item), not
+    /// an input, an output, a compaction or another reasoning item. **O(1)**.
+    pub fn follows_reasoning(&self) -> bool {
+        match self.role {
+            Role::Assistant => true,
+            Role::Item => !matches!(
+                self.blocks.first(),
+                Some((
+                    Block::Result { .. } | Block::Reasoning | Block::Compaction,
+                    _
+                ))
+            ),
+            _ => false,
+        }
+    }
+
     /// Tokens of all its blocks. **O(blocks)**.
     pub fn tokens(&self) -> u64 {
         self.blocks

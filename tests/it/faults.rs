@@ -556,17 +556,7 @@ fn ends_in_reasoning(t: &Transcript, i: usize) -> bool {
 
 /// Whether message `i` is one a reasoning item may precede.
 fn follower(t: &Transcript, i: usize) -> bool {
-    t.messages.get(i).is_some_and(|m| match m.role {
-        Role::Assistant => true,
-        Role::Item => !matches!(
-            m.blocks.first(),
-            Some((
-                Block::Result { .. } | Block::Reasoning | Block::Compaction,
-                _
-            ))
-        ),
-        _ => false,
-    })
+    t.messages.get(i).is_some_and(|m| m.follows_reasoning())
 }
 
 fn reasoning_follower_dropped(case: &Case, t: &Transcript) -> Option<Faulted> {

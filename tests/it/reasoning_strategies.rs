@@ -14,7 +14,7 @@ use cutpoint::format::{self, Block, ByteEstimate, Format, check_against, check_r
 use cutpoint::testing::synth::Rng;
 
 use crate::faults::{Case, NEW_RULES, latest_thinking, transcript_cases};
-use crate::strategies_formats::{check_edit, strategies};
+use crate::strategies_formats::{check_edit, preset_plan, strategies};
 
 /// The fixtures with thinking (Claude Code) or reasoning items (Codex), and for each
 /// the request that sends back its latest assistant message with thinking.
@@ -83,17 +83,7 @@ fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
             }
         }
         for preset in Preset::ALL {
-            let pipeline = preset.pipeline(total / 4);
-            let plan: Vec<(Strategy, Goal)> = pipeline
-                .stages
-                .iter()
-                .map(|s| {
-                    let mut g = Goal::within(pipeline.floors);
-                    g.target_tokens = s.target_tokens(pipeline.budget);
-                    (s.strategy.clone(), g)
-                })
-                .collect();
-            respects_the_rules(case, &plan);
+            respects_the_rules(case, &preset_plan(preset, total / 4));
         }
         // clear-thinking has work to do on these files: it is not vacuously clean.
         let mut built = log_of(&t).expect("a log");

@@ -327,6 +327,20 @@ proptest! {
     }
 }
 
+/// The stages of `preset` towards `budget` tokens as (strategy, goal) steps.
+pub(crate) fn preset_plan(preset: Preset, budget: u64) -> Vec<(Strategy, Goal)> {
+    let pipeline = preset.pipeline(budget);
+    pipeline
+        .stages
+        .iter()
+        .map(|s| {
+            let mut g = Goal::within(pipeline.floors);
+            g.target_tokens = s.target_tokens(pipeline.budget);
+            (s.strategy.clone(), g)
+        })
+        .collect()
+}
+
 /// Every real transcript, every strategy alone and every preset: read back clean of
 /// new rule violations, every call id kept or named.
 #[test]
@@ -344,17 +358,7 @@ fn strategies_write_back_every_real_transcript() {
             }
         }
         for preset in Preset::ALL {
-            let pipeline = preset.pipeline(total / 4);
-            let plan: Vec<(Strategy, Goal)> = pipeline
-                .stages
-                .iter()
-                .map(|s| {
-                    let mut g = Goal::within(pipeline.floors);
-                    g.target_tokens = s.target_tokens(pipeline.budget);
-                    (s.strategy.clone(), g)
-                })
-                .collect();
-            check_edit(name, &text, format, &plan);
+            check_edit(name, &text, format, &preset_plan(preset, total / 4));
         }
     }
 }

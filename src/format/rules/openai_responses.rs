@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
-use crate::format::{Block, Message, Role};
+use crate::format::Block;
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut called: HashSet<&CallId> = HashSet::new();
@@ -44,7 +44,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
         let Some(next) = seg.get(i + 1) else {
             continue;
         };
-        if !is_follower(next) {
+        if !next.follows_reasoning() {
             out.push(
                 seg.violation(
                     Rule::ResponsesReasoningWithoutFollower,
@@ -73,22 +73,5 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                 ),
             );
         }
-    }
-}
-
-/// Whether `m` can be the item a `reasoning` item precedes: something the model
-/// produced (an assistant message, a call, a server item), not an input, an output, a
-/// compaction or another reasoning item.
-fn is_follower(m: &Message) -> bool {
-    match m.role {
-        Role::Assistant => true,
-        Role::Item => !matches!(
-            m.blocks.first(),
-            Some((
-                Block::Result { .. } | Block::Reasoning | Block::Compaction,
-                _
-            ))
-        ),
-        _ => false,
     }
 }
