@@ -297,7 +297,7 @@ fn stream_cases() -> Vec<Case> {
 /// The natively compacted variant of an Anthropic or Claude Code log: an assistant
 /// message holding one `compaction` block inserted before the last legal cut of the
 /// live history that starts a user turn (the first message of a stream's request).
-fn compacted_variant(case: &Case) -> Option<Case> {
+pub(crate) fn compacted_variant(case: &Case) -> Option<Case> {
     let t = case.read();
     let cuts = t.legal_message_cuts().ok()?;
     let c = cuts.into_iter().rev().find(|&c| {

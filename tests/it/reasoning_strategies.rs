@@ -3,7 +3,9 @@
 //! rollouts with reasoning items, written back in their own format: checked against
 //! the original ([`format::check_against`]), the output breaks no rule the original
 //! kept. Each file is also cut at the request that sends back its latest assistant
-//! message with thinking, where that message's thinking must come back unchanged.
+//! message with thinking, where that message's thinking must come back unchanged, and
+//! natively compacted (a Claude Code file with a `compaction` block inserted at a legal
+//! cut), where the block must come back byte for byte.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +15,7 @@ use cutpoint::format::edit::log_of;
 use cutpoint::format::{self, Block, ByteEstimate, Format, check_against, check_rules};
 use cutpoint::testing::synth::Rng;
 
-use crate::faults::{Case, NEW_RULES, latest_thinking, transcript_cases};
+use crate::faults::{Case, NEW_RULES, compacted_variant, latest_thinking, transcript_cases};
 use crate::strategies_formats::{check_edit, preset_plan, strategies};
 
 /// The fixtures with thinking (Claude Code) or reasoning items (Codex), and for each
@@ -31,6 +33,10 @@ fn logs() -> Vec<Case> {
             .any(|m| m.blocks.iter().any(|(b, _)| matches!(b, Block::Reasoning)));
         if !reasoning {
             continue;
+        }
+        // Natively compacted: the compaction block must come back byte for byte.
+        if let Some(variant) = compacted_variant(&case) {
+            out.push(variant);
         }
         if let Some((_, request)) = latest_thinking(&case, &t) {
             out.push(Case {
@@ -66,6 +72,7 @@ fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
     let formats: BTreeSet<&str> = logs.iter().map(|c| c.format.name()).collect();
     assert_eq!(formats.len(), 2, "Claude Code and Codex files");
     assert!(logs.iter().any(|c| c.name.ends_with("(request)")));
+    assert!(logs.iter().any(|c| c.name.ends_with("+compaction")));
     let mut cleared = 0;
     for case in &logs {
         let t = case.read();
