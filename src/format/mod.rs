@@ -483,8 +483,10 @@ pub(crate) struct Parsed<'a> {
     pub(crate) signed: Vec<usize>,
 }
 
-/// The fingerprint of a block's JSON text ([`Message::prints`]): 64 bits of SipHash
-/// with fixed keys, so equal texts give equal prints in any process. **O(len)**.
+/// The fingerprint of a block's JSON text ([`Message::prints`]): 64 bits of the
+/// standard library's SipHash with fixed keys, so equal texts give equal prints in
+/// every process of one build (prints are compared, never stored). Never 0, which
+/// means "no text of its own". **O(len)**.
 pub(crate) fn fingerprint(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
