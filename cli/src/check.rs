@@ -1,7 +1,10 @@
 //! `cutpoint check`: records JSONL against the five conditions of safe compaction
 //! ([`cutpoint::compact::validate`]), one `FILE:LINE: kind: call_id` per violation;
 //! the provider formats against their provider's rules
-//! ([`cutpoint::format::check_rules`]), `FILE:LINE: rule: call_id text`.
+//! ([`cutpoint::format::check_rules`]), `FILE:LINE: rule: call_id text`; with
+//! `--before ORIGINAL`, each file as a rewrite of ORIGINAL
+//! ([`cutpoint::format::check_against`]: the latest thinking, a provider compaction,
+//! reasoning before its item).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +31,12 @@ pub(crate) struct Args {
     /// One JSON document on stdout instead of lines.
     #[arg(long)]
     json: bool,
+    /// Check each file as a rewrite of ORIGINAL (the log before compaction or editing,
+    /// in the same provider format): also what must come back exactly as received
+    /// (the latest assistant message's thinking, a provider compaction, a reasoning
+    /// item before its item).
+    #[arg(long, value_name = "ORIGINAL")]
+    before: Option<PathBuf>,
     #[command(flatten)]
     caps: crate::guard::Caps,
     /// The logs to check; `-` or none reads stdin.
@@ -61,15 +70,17 @@ pub(crate) enum Checked {
 
 /// Checks one file (`-` for stdin): reads it as `format` (detected for `auto`) and
 /// validates it: records JSONL against the five conditions of safe compaction, the
-/// provider formats against their provider's rules.
-/// Records logs are read under `limits` (the provider formats are parsed whole).
+/// provider formats against their provider's rules, and against the log `before` it
+/// was rewritten from when given. Records logs are read under `limits` (the provider
+/// formats are parsed whole).
 pub(crate) fn check_file(
     path: &Path,
+    before: Option<&Path>,
     format: FormatArg,
     allow_pending: bool,
     limits: cutpoint::Limits,
 ) -> Checked {
-    match read_and_check(path, format, allow_pending, limits) {
+    match read_and_check(path, before, format, allow_pending, limits) {
         Ok(checked) => checked,
         Err(message) => Checked::Unreadable(message),
     }
@@ -77,6 +88,7 @@ pub(crate) fn check_file(
 
 fn read_and_check(
     path: &Path,
+    before: Option<&Path>,
     format: FormatArg,
     allow_pending: bool,
     limits: cutpoint::Limits,
@@ -84,10 +96,23 @@ fn read_and_check(
     let source = source::open(Some(path), format)?;
     let resolved = source.format(format)?;
     if resolved == format::Format::Records {
+        if before.is_some() {
+            return Err(format!(
+                "{}: --before compares provider formats; a records log is checked on its own",
+                path.display()
+            ));
+        }
         return check_records(source, allow_pending, limits);
     }
     let transcript = source.transcript(resolved, &format::ByteEstimate)?;
-    let mut violations = format::check_rules(&transcript);
+    let mut violations = match before {
+        None => format::check_rules(&transcript),
+        Some(original) => {
+            let original = source::open(Some(original), FormatArg(Some(resolved)))?
+                .transcript(resolved, &format::ByteEstimate)?;
+            format::check_against(&original, &transcript)
+        }
+    };
     if allow_pending {
         violations.retain(|v| !v.pending_at_end);
     }
@@ -173,7 +198,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
             true => "<stdin>".to_owned(),
             false => path.display().to_string(),
         };
-        match check_file(path, args.format, args.allow_pending, args.caps.limits()) {
+        let checked = check_file(
+            path,
+            args.before.as_deref(),
+            args.format,
+            args.allow_pending,
+            args.caps.limits(),
+        );
+        match checked {
             Checked::Unreadable(message) => {
                 unreadable = true;
                 eprintln!("{message}");

@@ -1,11 +1,12 @@
-//! `cutpoint cut`: print the legal cut nearest a token target.
+//! `cutpoint cut`: print the legal cut nearest a token target, or (`--for`) the
+//! keep-recent cut for a provider's native compaction.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cutpoint::Tracker;
-use cutpoint::format::{DeferReport, Format};
+use cutpoint::format::{self, DeferReport, Format, Keep, NativeCompaction};
 
 use crate::exit;
 use crate::guard::InputOptions;
@@ -16,15 +17,35 @@ use crate::source::{self, FormatArg, Tokenizer};
 pub(crate) struct Args {
     /// Tokens to compact: the search starts at the record where the prefix sum first
     /// reaches this.
-    #[arg(long, value_name = "TOKENS")]
-    target: u64,
+    #[arg(long, value_name = "TOKENS", required_unless_present = "native")]
+    target: Option<u64>,
     /// How far the walk back from the target may go, in tokens. The walk starts at the
     /// record where the target is reached and counts that record's own tokens first,
     /// then each record before it, while the sum stays within TOKENS; the largest legal
     /// cut in what it covered is printed, or the command defers (exit 3). A lookback
     /// smaller than the target record itself searches that record alone.
-    #[arg(long, value_name = "TOKENS")]
-    lookback: u64,
+    #[arg(long, value_name = "TOKENS", required_unless_present = "native")]
+    lookback: Option<u64>,
+    /// The keep-recent cut for a provider's own compaction instead:
+    /// anthropic-compaction or openai-compaction (with --keep or --keep-turns). The
+    /// messages before the printed message index go to the provider's compaction; the
+    /// cut keeps every call with its result, thinking with its tool use, a reasoning
+    /// item with its item, and (Anthropic) a first kept message whose role differs from
+    /// the last summarized one and is not a system message; OpenAI drops only items
+    /// before its latest compaction item.
+    #[arg(long = "for", id = "native", value_name = "KIND", value_parser = parse_native, conflicts_with_all = ["target", "lookback"])]
+    native: Option<NativeCompaction>,
+    /// With --for: keep at least TOKENS of the most recent messages verbatim.
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        requires = "native",
+        conflicts_with = "keep_turns"
+    )]
+    keep: Option<u64>,
+    /// With --for: keep at least the N most recent user turns verbatim.
+    #[arg(long, value_name = "N", requires = "native", value_parser = clap::value_parser!(u64).range(1..))]
+    keep_turns: Option<u64>,
     /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
     /// claude-code, codex or gemini-cli. For records JSONL the cut is a record index; for the other
     /// formats it is a message index (records before it may be compacted).
@@ -48,30 +69,70 @@ pub(crate) fn run(args: Args) -> ExitCode {
             let _ = writeln!(io::stdout().lock(), "{cut}");
             ExitCode::SUCCESS
         }
-        Ok(Err(report)) => {
+        Ok(Err(Refused::Deferred(report))) => {
             eprintln!("cutpoint: deferred: {report}");
+            ExitCode::from(exit::DEFER)
+        }
+        Ok(Err(Refused::NoCut(why))) => {
+            eprintln!("cutpoint: {why}");
             ExitCode::from(exit::DEFER)
         }
     }
 }
 
+fn parse_native(name: &str) -> Result<NativeCompaction, String> {
+    NativeCompaction::from_name(name).ok_or_else(|| {
+        format!("unknown compaction {name:?}: use anthropic-compaction or openai-compaction")
+    })
+}
+
+/// Why no cut is printed, though the input was read.
+enum Refused {
+    /// No legal cut near the target yet.
+    Deferred(DeferReport),
+    /// No keep-recent cut meets the provider's conditions (`--for`).
+    NoCut(String),
+}
+
 /// The cut (a record index for records JSONL; for the provider formats the tracker
 /// runs over the live history's records and the cut is the first retained message),
-/// or why it defers, in the same index space.
-fn cut(args: &Args) -> Result<Result<usize, DeferReport>, String> {
+/// or why there is none, in the same index space.
+fn cut(args: &Args) -> Result<Result<usize, Refused>, String> {
     let source = source::open(args.file.as_deref(), args.format)?;
     let format = source.format(args.format)?;
+    if let Some(kind) = args.native {
+        let keep = match (args.keep, args.keep_turns) {
+            (Some(tokens), None) => Keep::Tokens(tokens),
+            (None, Some(turns)) => Keep::Turns(usize::try_from(turns).unwrap_or(usize::MAX)),
+            _ => return Err("--for needs --keep TOKENS or --keep-turns N".to_owned()),
+        };
+        if format == Format::Records {
+            return Err(format!(
+                "--for {kind} needs a provider format; records JSONL has no native compaction"
+            ));
+        }
+        let counter = args.tokenizer.counter()?;
+        let transcript = source.transcript(format, counter.as_ref())?;
+        return match format::keep_recent_cut(&transcript, kind, keep) {
+            Ok(c) => Ok(Ok(c.cut)),
+            Err(e @ format::NativeCutError::NoCut { .. }) => Ok(Err(Refused::NoCut(e.to_string()))),
+            Err(e) => Err(e.to_string()),
+        };
+    }
+    let (Some(target), Some(lookback)) = (args.target, args.lookback) else {
+        return Err("cut needs --target and --lookback (or --for)".to_owned());
+    };
     if format == Format::Records {
         let tracker: Tracker = source.tracker(&args.input)?;
         return Ok(tracker
-            .select_legal_cut(args.target, args.lookback)
-            .map_err(|d| DeferReport::records(&d, &tracker)));
+            .select_legal_cut(target, lookback)
+            .map_err(|d| Refused::Deferred(DeferReport::records(&d, &tracker))));
     }
     let counter = args.tokenizer.counter()?;
     let transcript = source.transcript(format, counter.as_ref())?;
     let (tracker, owner) = transcript.tracker().map_err(|e| e.to_string())?;
     Ok(tracker
-        .select_legal_cut(args.target, args.lookback)
+        .select_legal_cut(target, lookback)
         .map(|cut| transcript.message_at(&owner, cut))
-        .map_err(|d| DeferReport::messages(&d, &tracker, &transcript, &owner)))
+        .map_err(|d| Refused::Deferred(DeferReport::messages(&d, &tracker, &transcript, &owner))))
 }

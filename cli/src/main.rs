@@ -28,9 +28,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print the legal cut nearest the token target: records before it may be compacted.
+    /// With --for, the keep-recent cut for a provider's own compaction.
     ///
-    /// Exit status: 0 with the cut on stdout; 3 when compaction must defer (the reason
-    /// on stderr); 2 on bad input (FILE:LINE: what is wrong).
+    /// Exit status: 0 with the cut on stdout; 3 when compaction must defer, or no cut
+    /// meets the provider's conditions (the reason on stderr); 2 on bad input
+    /// (FILE:LINE: what is wrong).
     Cut(cut::Args),
     /// Check logs: records JSONL against the five conditions of safe compaction, the
     /// provider formats against their provider's tool call rules.

@@ -50,6 +50,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         } else {
             blocks
         },
+        signed: Vec::new(),
     })
 }
 
@@ -91,7 +92,7 @@ pub(crate) fn blocks<'a>(
 }
 
 /// One block as a [`Block`]: client `tool_use` / `tool_result` pair, thinking is
-/// reasoning, everything else (text, images, server tools and their results) is text.
+/// reasoning, a `compaction` block is the provider's compaction, everything else (text, images, server tools and their results) is text.
 pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
     Ok(match opt_str(&b.kind) {
         Some("tool_use") => {
@@ -114,6 +115,7 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
             }
         }
         Some("thinking" | "redacted_thinking") => Block::Reasoning,
+        Some("compaction") => Block::Compaction,
         _ => Block::Text,
     })
 }

@@ -19,7 +19,8 @@ use crate::{CallId, Record};
 /// - Anthropic and Claude Code: thinking blocks and their `tool_use` share a message,
 ///   which is bound already; nothing more.
 ///
-/// A message that starts a new history (after a compaction boundary) is never bound.
+/// A message holding a provider's [`Block::Compaction`] starts a new history, and a
+/// message that starts a new history (after a compaction boundary) is never bound.
 pub(crate) fn finish(t: &mut Transcript) {
     if t.format == Format::Gemini {
         gemini::assign_ids(&mut t.messages);
@@ -32,6 +33,9 @@ pub(crate) fn finish(t: &mut Transcript) {
             Format::Gemini => m.results().next().is_some(),
             _ => m.bound,
         };
+        // A provider's compaction (Anthropic `compaction` block, Responses
+        // `compaction` item): the live history starts at the message holding it.
+        m.starts_history |= m.has_compaction();
         m.bound = bound && !m.starts_history;
         after_reasoning = matches!(m.blocks.last(), Some((Block::Reasoning, _)));
     }

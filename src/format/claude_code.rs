@@ -29,7 +29,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, lines, opt_str, text_of};
-use super::{Block, FormatError, Message, Role, TokenCounter, anthropic, summary_in_text};
+use super::{
+    Block, FormatError, Message, Role, TokenCounter, anthropic, fingerprint, summary_in_text,
+};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -86,15 +88,15 @@ struct Conversation {
     boundary: bool,
 }
 
-/// A record's blocks, each with its line.
-type Blocks = Vec<(Block, u64)>;
+/// A record's blocks, each with its tokens and the fingerprint of its JSON text.
+type Blocks = Vec<(Block, u64, u64)>;
 
 impl Conversation {
     /// A new message for the record at `line`.
     fn push(&mut self, role: Role, line: usize, span: Range<usize>, blocks: Blocks) {
         self.messages.push(Message {
             starts_history: std::mem::take(&mut self.boundary),
-            ..Message::from_line(role, line, span, blocks)
+            ..Message::printed(role, line, span, blocks)
         });
     }
 
@@ -119,7 +121,7 @@ impl Conversation {
         });
         let calls: HashSet<CallId> = blocks
             .iter()
-            .filter_map(|(b, _)| match b {
+            .filter_map(|(b, _, _)| match b {
                 Block::Call { id, .. } => Some(id.clone()),
                 _ => None,
             })
@@ -127,8 +129,8 @@ impl Conversation {
         if let (true, Some(open)) = (same, self.open.as_mut()) {
             let m = &mut self.messages[open.at];
             m.spans.push(span);
-            for (block, tokens) in blocks {
-                m.push_block(block, tokens, line);
+            for (block, tokens, print) in blocks {
+                m.push_block(block, tokens, line, print);
             }
             open.uuids.extend(rec.uuid.clone());
             open.calls.extend(calls);
@@ -148,7 +150,7 @@ impl Conversation {
         // Does this record answer the open assistant message?
         let answers = self.open.as_ref().is_some_and(|o| {
             rec.source.as_ref().is_some_and(|s| o.uuids.contains(s))
-                || blocks.iter().any(|(b, _)| match b {
+                || blocks.iter().any(|(b, _, _)| match b {
                     Block::Result { id, .. } => o.calls.contains(id),
                     _ => false,
                 })
@@ -159,7 +161,7 @@ impl Conversation {
         if !merge {
             let leading = blocks
                 .iter()
-                .take_while(|(b, _)| matches!(b, Block::Result { .. }))
+                .take_while(|(b, _, _)| matches!(b, Block::Result { .. }))
                 .count();
             self.push(Role::User, line, span, blocks);
             if let Some(o) = self
@@ -181,19 +183,20 @@ impl Conversation {
         match leading {
             // Results first, as the request had them; text typed meanwhile after them.
             Some(leading) => {
-                for (block, tokens) in blocks {
+                for (block, tokens, print) in blocks {
                     if matches!(block, Block::Result { .. }) {
                         m.blocks.insert(*leading, (block, tokens));
                         m.block_lines.insert(*leading, line);
+                        m.prints.insert(*leading, print);
                         *leading += 1;
                     } else {
-                        m.push_block(block, tokens, line);
+                        m.push_block(block, tokens, line, print);
                     }
                 }
             }
             None => {
-                for (block, tokens) in blocks {
-                    m.push_block(block, tokens, line);
+                for (block, tokens, print) in blocks {
+                    m.push_block(block, tokens, line, print);
                 }
             }
         }
@@ -267,16 +270,21 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             vec![(
                 summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
                 counter.count(raw.get()),
+                fingerprint(raw.get()),
             )]
         } else {
             anthropic::blocks(msg.content, role, counter)
                 .map_err(|m| invalid(format!("message.{m}")))?
                 .into_iter()
-                .map(|(b, t, _)| (b, t))
+                .map(|(b, t, at)| (b, t, fingerprint(at)))
                 .collect()
         };
         if blocks.is_empty() {
-            blocks.push((Block::Text, counter.count(raw.get())));
+            blocks.push((
+                Block::Text,
+                counter.count(raw.get()),
+                fingerprint(raw.get()),
+            ));
         }
         let rec = Record {
             uuid: opt_str(&record.uuid).map(str::to_owned),

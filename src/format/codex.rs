@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{describe, lines};
-use super::{Block, FormatError, Message, Role, TokenCounter, openai_responses};
+use super::{Block, FormatError, Message, Role, TokenCounter, fingerprint, openai_responses};
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -39,7 +39,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 let parsed = openai_responses::item(payload.get(), counter)
                     .map_err(|m| invalid(format!("payload: {m}")))?;
                 let role = parsed.role;
-                messages.push(Message::from_line(role, line, span, parsed.into_blocks()));
+                messages.push(Message::printed(role, line, span, parsed.into_blocks()));
             }
             Some("compacted") => {
                 let compacted: Compacted<'_> = serde_json::from_str(payload.get())
@@ -56,11 +56,15 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                     blocks.extend(parsed.into_blocks());
                 }
                 if blocks.is_empty() {
-                    blocks.push((Block::Text, counter.count(payload.get())));
+                    blocks.push((
+                        Block::Text,
+                        counter.count(payload.get()),
+                        fingerprint(payload.get()),
+                    ));
                 }
                 messages.push(Message {
                     starts_history: true,
-                    ..Message::from_line(Role::Compacted, line, span, blocks)
+                    ..Message::printed(Role::Compacted, line, span, blocks)
                 });
             }
             _ => {}

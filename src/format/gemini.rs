@@ -34,6 +34,13 @@ struct Part<'a> {
     response: Option<Response<'a>>,
     #[serde(default)]
     thought: Option<bool>,
+    #[serde(
+        rename = "thoughtSignature",
+        alias = "thought_signature",
+        borrow,
+        default
+    )]
+    signature: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -69,10 +76,14 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         Some(other) => return Err(format!("unknown role {other:?}")),
     };
     let mut blocks = Vec::with_capacity(content.parts.len());
+    let mut signed = Vec::new();
     for (k, raw) in content.parts.into_iter().enumerate() {
         let part: Part<'_> =
             serde_json::from_str(raw.get()).map_err(|e| format!("parts.{k}: {}", describe(&e)))?;
         let tokens = counter.count(raw.get());
+        if part.signature.is_some_and(|s| s.get() != "null") {
+            signed.push(k);
+        }
         let block = match (part.call, part.response) {
             (Some(call), _) => {
                 let name = call.name.unwrap_or_default();
@@ -99,7 +110,11 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     if blocks.is_empty() {
         blocks.push((Block::Text, counter.count(text), text));
     }
-    Ok(Parsed { role, blocks })
+    Ok(Parsed {
+        role,
+        blocks,
+        signed,
+    })
 }
 
 fn id_or_placeholder(id: Option<String>, name: &str) -> CallId {

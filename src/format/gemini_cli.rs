@@ -155,5 +155,9 @@ pub(crate) fn message<'a>(
     if blocks.is_empty() {
         blocks.push((Block::Text, counter.count(text), text));
     }
-    Ok(Parsed { role, blocks })
+    Ok(Parsed {
+        role,
+        blocks,
+        signed: Vec::new(),
+    })
 }

@@ -44,6 +44,7 @@ mod gemini;
 mod gemini_cli;
 mod json_doc;
 pub mod live;
+mod native;
 mod openai_chat;
 mod openai_responses;
 pub mod records;
@@ -55,7 +56,8 @@ mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut};
 pub use detect::{detect, is_one_line_document};
-pub use rules::{Rule, RuleViolation, check_rules};
+pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
+pub use rules::{Rule, RuleViolation, check_against, check_rules};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
@@ -164,6 +166,11 @@ pub enum Block {
     Text,
     /// A reasoning item or thinking block; providers bind it to what follows.
     Reasoning,
+    /// A provider's own compaction: an Anthropic `compaction` block or an OpenAI
+    /// Responses `compaction` item (also inside a Codex `replacement_history`). The
+    /// live history starts at the message holding it ([`Message::starts_history`]); it
+    /// is sent back byte-identical, never summarized, moved or split.
+    Compaction,
     /// A client tool call.
     Call {
         /// The call id (synthesized for Gemini calls without one: `name#message.part`).
@@ -237,8 +244,17 @@ pub struct Message {
     /// Whether a provider binds this message to the one before it (no cut between).
     pub bound: bool,
     /// Whether it is the first message after a compaction boundary of the file
-    /// (Codex `compacted`, Claude Code `compact_boundary`): history restarts here.
+    /// (Codex `compacted`, Claude Code `compact_boundary`) or the message holding a
+    /// provider's [`Block::Compaction`]: history restarts here.
     pub starts_history: bool,
+    /// A fingerprint of each block's JSON text, one per block (`prints[k]` for
+    /// `blocks[k]`), 0 where the reader has no text of its own for the block:
+    /// byte-identity of blocks across two versions of a log
+    /// ([`rules::check_against`]).
+    pub prints: Vec<u64>,
+    /// The blocks that carry a provider signature on the part itself (a Gemini
+    /// `thoughtSignature`), by index, increasing.
+    pub signed: Vec<usize>,
 }
 
 impl Message {
@@ -255,10 +271,27 @@ impl Message {
             line,
             spans: vec![span],
             block_lines: vec![line; blocks.len()],
+            prints: vec![0; blocks.len()],
+            signed: Vec::new(),
             blocks,
             bound: false,
             starts_history: false,
         }
+    }
+
+    /// [`from_line`](Message::from_line) for blocks with their fingerprints
+    /// ([`Message::prints`]). **O(blocks)**.
+    pub(crate) fn printed(
+        role: Role,
+        line: usize,
+        span: Range<usize>,
+        blocks: Vec<(Block, u64, u64)>,
+    ) -> Message {
+        let mut message = Message::from_line(role, line, span, Vec::with_capacity(blocks.len()));
+        for (block, tokens, print) in blocks {
+            message.push_block(block, tokens, line, print);
+        }
+        message
     }
 
     /// The 1-based line where block `k` starts (the message's line when `k` is out of
@@ -267,10 +300,24 @@ impl Message {
         self.block_lines.get(k).copied().unwrap_or(self.line)
     }
 
-    /// Appends a block read on `line`. **O(1)** amortized.
-    pub(crate) fn push_block(&mut self, block: Block, tokens: u64, line: usize) {
+    /// Appends a block read on `line` from the JSON text whose fingerprint is
+    /// `print`. **O(1)** amortized.
+    pub(crate) fn push_block(&mut self, block: Block, tokens: u64, line: usize, print: u64) {
         self.blocks.push((block, tokens));
         self.block_lines.push(line);
+        self.prints.push(print);
+    }
+
+    /// Whether block `k` is a provider's compaction. **O(1)**.
+    pub fn is_compaction(&self, k: usize) -> bool {
+        matches!(self.blocks.get(k), Some((Block::Compaction, _)))
+    }
+
+    /// Whether any block is a provider's compaction. **O(blocks)**.
+    pub fn has_compaction(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|(b, _)| matches!(b, Block::Compaction))
     }
 
     /// The message's tool calls: `(block index, id, name)`. **O(blocks)**.
@@ -301,6 +348,23 @@ impl Message {
         self.blocks
             .iter()
             .any(|(b, _)| matches!(b, Block::Text | Block::Summary(_)))
+    }
+
+    /// Whether it can be the item an OpenAI Responses `reasoning` item precedes:
+    /// something the model produced (an assistant message, a call, a server item), not
+    /// an input, an output, a compaction or another reasoning item. **O(1)**.
+    pub fn follows_reasoning(&self) -> bool {
+        match self.role {
+            Role::Assistant => true,
+            Role::Item => !matches!(
+                self.blocks.first(),
+                Some((
+                    Block::Result { .. } | Block::Reasoning | Block::Compaction,
+                    _
+                ))
+            ),
+            _ => false,
+        }
     }
 
     /// Tokens of all its blocks. **O(blocks)**.
@@ -415,6 +479,19 @@ pub fn read(
 pub(crate) struct Parsed<'a> {
     pub(crate) role: Role,
     pub(crate) blocks: Vec<(Block, u64, &'a str)>,
+    /// The blocks whose part carries a signature ([`Message::signed`]).
+    pub(crate) signed: Vec<usize>,
+}
+
+/// The fingerprint of a block's JSON text ([`Message::prints`]): 64 bits of the
+/// standard library's SipHash with fixed keys, so equal texts give equal prints in
+/// every process of one build (prints are compared, never stored). Never 0, which
+/// means "no text of its own". **O(len)**.
+pub(crate) fn fingerprint(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish().max(1)
 }
 
 impl Parsed<'_> {
@@ -426,15 +503,19 @@ impl Parsed<'_> {
         let mut message = Message::from_line(self.role, line, span, Vec::new());
         for (block, tokens, at) in self.blocks {
             let block_line = json_doc::offset_in(text, at).map_or(line, |o| lines.line(o));
-            message.push_block(block, tokens, block_line);
+            message.push_block(block, tokens, block_line, fingerprint(at));
         }
+        message.signed = self.signed;
         message
     }
 
-    /// The blocks without their texts (JSONL: every block is on the record's line).
-    /// **O(blocks)**.
-    pub(crate) fn into_blocks(self) -> Vec<(Block, u64)> {
-        self.blocks.into_iter().map(|(b, t, _)| (b, t)).collect()
+    /// The blocks with the fingerprints of their texts (JSONL: every block is on the
+    /// record's line). **O(len)**.
+    pub(crate) fn into_blocks(self) -> Vec<(Block, u64, u64)> {
+        self.blocks
+            .into_iter()
+            .map(|(b, t, at)| (b, t, fingerprint(at)))
+            .collect()
     }
 }
 

@@ -70,7 +70,11 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
                 text,
             ));
         }
-        return Ok(Parsed { role, blocks });
+        return Ok(Parsed {
+            role,
+            blocks,
+            signed: Vec::new(),
+        });
     }
     let has_content = msg
         .content
@@ -109,5 +113,9 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
             raw.get(),
         ));
     }
-    Ok(Parsed { role, blocks })
+    Ok(Parsed {
+        role,
+        blocks,
+        signed: Vec::new(),
+    })
 }

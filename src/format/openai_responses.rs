@@ -78,6 +78,8 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         }
     } else if kind == "reasoning" {
         Block::Reasoning
+    } else if kind == "compaction" {
+        Block::Compaction
     } else {
         Block::Text
     };
@@ -96,5 +98,6 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
     Ok(Parsed {
         role,
         blocks: vec![(block, tokens, text)],
+        signed: Vec::new(),
     })
 }

@@ -200,12 +200,13 @@ impl<'t> Planner<'t> {
     }
 }
 
-/// A head that would summarize a Codex `compacted` message is moved past it: that
-/// message replaces everything before it on replay and holds what cannot be folded
-/// (an encrypted compaction), so it stays. **O(1)**.
+/// A head that would summarize a Codex `compacted` message, or a message holding a
+/// provider's compaction block or item, is moved past it: that message replaces
+/// everything before it on replay and holds what cannot be folded (an encrypted
+/// compaction, sent back byte-identical), so it stays. **O(blocks)** of that message.
 fn pin_compacted(t: &Transcript, head: usize) -> usize {
     match t.messages.get(head) {
-        Some(m) if m.role == Role::Compacted => head + 1,
+        Some(m) if m.role == Role::Compacted || m.has_compaction() => head + 1,
         _ => head,
     }
 }

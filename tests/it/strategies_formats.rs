@@ -167,7 +167,7 @@ fn document(format: Format, conversation: &[(bool, Vec<Part>)]) -> String {
     }
 }
 
-fn strategies(rng: &mut Rng) -> Vec<Strategy> {
+pub(crate) fn strategies(rng: &mut Rng) -> Vec<Strategy> {
     vec![
         Strategy::Clear(
             Clear::default()
@@ -192,7 +192,12 @@ fn rule_names(t: &Transcript) -> BTreeSet<&'static str> {
 
 /// Runs `steps` of strategies on `text` (read as `format`), writes the result back
 /// and checks every property; returns the output.
-fn check_edit(name: &str, text: &str, format: Format, plan: &[(Strategy, Goal)]) -> String {
+pub(crate) fn check_edit(
+    name: &str,
+    text: &str,
+    format: Format,
+    plan: &[(Strategy, Goal)],
+) -> String {
     let t = format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut built = log_of(&t).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut log = built.log.clone();
@@ -361,6 +366,20 @@ proptest! {
     }
 }
 
+/// The stages of `preset` towards `budget` tokens as (strategy, goal) steps.
+pub(crate) fn preset_plan(preset: Preset, budget: u64) -> Vec<(Strategy, Goal)> {
+    let pipeline = preset.pipeline(budget);
+    pipeline
+        .stages
+        .iter()
+        .map(|s| {
+            let mut g = Goal::within(pipeline.floors);
+            g.target_tokens = s.target_tokens(pipeline.budget);
+            (s.strategy.clone(), g)
+        })
+        .collect()
+}
+
 /// Every real transcript in tests/fixtures/transcripts a format claims, every
 /// strategy alone and every preset: read back clean of new rule violations, every call
 /// id kept or named, every reported edit written.
@@ -397,17 +416,7 @@ fn strategies_write_back_every_real_transcript() {
             }
         }
         for preset in Preset::ALL {
-            let pipeline = preset.pipeline(total / 4);
-            let plan: Vec<(Strategy, Goal)> = pipeline
-                .stages
-                .iter()
-                .map(|s| {
-                    let mut g = Goal::within(pipeline.floors);
-                    g.target_tokens = s.target_tokens(pipeline.budget);
-                    (s.strategy.clone(), g)
-                })
-                .collect();
-            check_edit(name, &text, format, &plan);
+            check_edit(name, &text, format, &preset_plan(preset, total / 4));
         }
     }
     for f in [

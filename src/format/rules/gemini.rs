@@ -1,11 +1,12 @@
 //! Gemini rules: a function response turn right after its function call turn, with
-//! as many response parts as call parts, and no call turn first.
+//! as many response parts as call parts, and no call turn first; the thought
+//! signatures of the current turn.
 
 use std::collections::HashSet;
 
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
-use crate::format::Role;
+use crate::format::{Block, Message, Role};
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let is_call_turn = |i: usize| {
@@ -107,4 +108,41 @@ pub(super) fn unexpected_response(
         "Please ensure that function response turn comes immediately after a function call turn."
             .to_owned(),
     )
+}
+
+/// Thought signatures: in the current turn (the messages after the last user turn
+/// that is not only function responses), the first `functionCall` part of each model
+/// step carries a `thoughtSignature`. Checked when `signing` or when any part of the
+/// log carries a signature (a thinking model's log; others need none). **O(blocks)**.
+pub(super) fn signatures(messages: &[Message], signing: bool, out: &mut Vec<RuleViolation>) {
+    if !signing && messages.iter().all(|m| m.signed.is_empty()) {
+        return;
+    }
+    let seg = Segment::whole(messages);
+    let turn = messages
+        .iter()
+        .rposition(|m| {
+            m.role == Role::User
+                && m.blocks
+                    .iter()
+                    .any(|(b, _)| !matches!(b, Block::Result { .. }))
+        })
+        .map_or(0, |u| u + 1);
+    for (i, m) in messages.iter().enumerate().skip(turn) {
+        if m.role != Role::Assistant {
+            continue;
+        }
+        let Some((k, id, name)) = m.calls().next() else {
+            continue;
+        };
+        if !m.signed.contains(&k) {
+            out.push(seg.violation(
+                Rule::GeminiMissingThoughtSignature,
+                (i, k),
+                Some(id),
+                false,
+                format!("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `{name}`, position {}.", i + 1),
+            ));
+        }
+    }
 }

@@ -9,6 +9,9 @@ use std::collections::HashMap;
 use super::{Format, Message, Transcript};
 use crate::CallId;
 
+mod against;
+
+pub use against::check_against;
 mod anthropic;
 mod gemini;
 mod gemini_cli;
@@ -66,6 +69,40 @@ pub enum Rule {
     /// outcome is lost, and when the call was still in flight as the compaction fired,
     /// that is the very failure cutpoint prevents.
     CallOpenAtCompaction,
+    /// Anthropic compaction: a `compaction` block goes first (threshold compaction:
+    /// the response begins with it; on-demand: first in `messages`). One that is not
+    /// the first block of its message is refused (`compaction_block_misplaced`).
+    AnthropicCompactionMisplaced,
+    /// Anthropic on-demand compaction: exactly one compaction block is sent. A second
+    /// one is not refused: the API ignores everything before the latest, the earlier
+    /// summary included (silent).
+    AnthropicCompactionRepeated,
+    /// Anthropic compaction: messages the compaction summarized are removed. One left
+    /// after the block (the same block bytes, or a call with the same id as one before
+    /// the block) is sent twice: not refused (silent).
+    AnthropicSummarizedAfterCompaction,
+    /// Anthropic rule 1 of thinking: the latest assistant message's `thinking` /
+    /// `redacted_thinking` blocks go back exactly as received. Needs the log before
+    /// and after ([`check_against`]).
+    AnthropicLatestThinkingModified,
+    /// A provider compaction (Anthropic `compaction` block, OpenAI `compaction` item)
+    /// of the log before is missing from, or changed in, the log after: the summary is
+    /// gone (Anthropic: not refused, silent) or the opaque item was modified. Needs the
+    /// log before and after ([`check_against`]).
+    CompactionLost,
+    /// OpenAI Responses compaction: items before the most recent `compaction` item may
+    /// be dropped, not edited; one in the log after matches no item of the log before.
+    /// Needs the log before and after ([`check_against`]).
+    ResponsesEditedBeforeCompaction,
+    /// Gemini thought signatures: in the current turn, the first `functionCall` part of
+    /// each model step carries its `thoughtSignature`. Checked when the log holds any
+    /// signature (a thinking model's log); earlier turns are not checked.
+    GeminiMissingThoughtSignature,
+    /// OpenAI Responses: in the current turn (after the last user message), an item the
+    /// model produced right after a `reasoning` item (a call, an assistant message)
+    /// goes back with that reasoning item before it; reasoning of earlier turns may be
+    /// dropped. Needs the log before and after ([`check_against`]).
+    ResponsesItemWithoutReasoning,
 }
 
 impl Rule {
@@ -92,6 +129,16 @@ impl Rule {
             Rule::DuplicateResult => "pairing/duplicate-result",
             Rule::DuplicateCallId => "pairing/duplicate-call-id",
             Rule::CallOpenAtCompaction => "compaction/call-open-when-compacted",
+            Rule::AnthropicCompactionMisplaced => "anthropic/compaction-block-misplaced",
+            Rule::AnthropicCompactionRepeated => "anthropic/compaction-block-repeated",
+            Rule::AnthropicSummarizedAfterCompaction => {
+                "anthropic/summarized-message-after-compaction"
+            }
+            Rule::AnthropicLatestThinkingModified => "anthropic/latest-thinking-modified",
+            Rule::CompactionLost => "compaction/provider-compaction-lost",
+            Rule::ResponsesEditedBeforeCompaction => "openai-responses/edited-before-compaction",
+            Rule::GeminiMissingThoughtSignature => "gemini/missing-thought-signature",
+            Rule::ResponsesItemWithoutReasoning => "openai-responses/item-without-reasoning",
         }
     }
 }
@@ -154,10 +201,16 @@ impl fmt::Display for RuleViolation {
 /// ([`Message::starts_history`]) are checked each on their own; a call never answered
 /// in a history a later boundary replaced is reported as
 /// [`Rule::CallOpenAtCompaction`] (the provider no longer receives that history), not
-/// with the provider's error. Violations come in message order. **O(blocks)**
-/// expected.
+/// with the provider's error. Provider compaction (Anthropic) and Gemini's thought
+/// signatures are checked over the whole log. Violations come in message order.
+/// **O(blocks)** expected.
 pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation> {
     let mut out = Vec::new();
+    match format {
+        Format::AnthropicMessages | Format::ClaudeCode => anthropic::compaction(messages, &mut out),
+        Format::Gemini => gemini::signatures(messages, false, &mut out),
+        _ => {}
+    }
     let mut start = 0;
     while start < messages.len() {
         let end = messages[start + 1..]
@@ -273,6 +326,11 @@ impl<'a> Segment<'a> {
     /// Whether some message after `i` answers `id`.
     pub(crate) fn answered_after(&self, i: usize, id: &CallId) -> bool {
         self.last_result.get(id).is_some_and(|&r| r > i)
+    }
+
+    /// The whole log as one segment (for the rules checked across histories).
+    pub(crate) fn whole(messages: &'a [Message]) -> Self {
+        Segment::new(messages, 0, messages.len())
     }
 
     /// A violation of `rule` by block `k` of message `i` (its line is the block's).

@@ -1,5 +1,6 @@
 //! OpenAI Responses rules (Codex too): calls and outputs paired by `call_id` across
-//! the input, and a `reasoning` item bound to the item after it.
+//! the input, and a `reasoning` item bound to the item after it (one the model
+//! produced: an output, an input message or another reasoning item is no follower).
 
 use std::collections::HashSet;
 
@@ -33,6 +34,27 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     format!("No tool call found for function call output with call_id {id}."),
                 ));
             }
+        }
+    }
+    for i in seg.indices() {
+        let m = &seg.messages[i];
+        if !matches!(m.blocks.last(), Some((Block::Reasoning, _))) {
+            continue;
+        }
+        let Some(next) = seg.get(i + 1) else {
+            continue;
+        };
+        if !next.follows_reasoning() {
+            out.push(
+                seg.violation(
+                    Rule::ResponsesReasoningWithoutFollower,
+                    (i, m.blocks.len() - 1),
+                    None,
+                    false,
+                    "Item of type 'reasoning' was provided without its required following item."
+                        .to_owned(),
+                ),
+            );
         }
     }
     if let Some(last) = seg.end.checked_sub(1).filter(|&l| l >= seg.start) {

@@ -1,0 +1,269 @@
+//! The rules that need the log before a rewrite as well as after it: what a provider
+//! requires sent back exactly as it was received (the latest thinking, a compaction,
+//! reasoning before the item it precedes), which one log alone cannot tell.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Rule, RuleViolation, Segment, check_rules, gemini};
+use crate::format::{Block, Format, Message, Role, Transcript};
+
+/// Checks `after`, a rewrite of `before` (the same conversation, compacted or edited),
+/// against the provider rules ([`check_rules`] of `after`) and the rules that compare
+/// the two, by the bytes of each block ([`Message::prints`]):
+///
+/// - [`Rule::AnthropicLatestThinkingModified`]: the latest assistant message of
+///   `after` is one of `before` (the same other blocks) whose thinking differs
+///   (changed, reordered, partly or wholly dropped);
+/// - [`Rule::CompactionLost`]: the latest provider compaction of `before` is not in
+///   `after` byte for byte;
+/// - [`Rule::ResponsesEditedBeforeCompaction`]: an item of `after` before its latest
+///   compaction item matches no item of `before`;
+/// - [`Rule::ResponsesItemWithoutReasoning`]: an item of the current turn (after the
+///   last user message) that followed a reasoning item in `before` follows another
+///   one, or none, in `after` (reasoning of earlier turns may be dropped);
+/// - [`Rule::GeminiMissingThoughtSignature`] also when `before` carries signatures and
+///   `after` lost them all.
+///
+/// Violations name messages and lines of `after`; a lost compaction names where the
+/// live history of `after` starts. **O(blocks)** expected, of both logs.
+pub fn check_against(before: &Transcript, after: &Transcript) -> Vec<RuleViolation> {
+    let mut out = check_rules(after);
+    let seg = Segment::whole(&after.messages);
+    match after.format {
+        Format::AnthropicMessages | Format::ClaudeCode => {
+            latest_thinking(before, after, &seg, &mut out);
+            compaction_lost(before, after, &mut out);
+        }
+        Format::OpenAiResponses | Format::CodexRollout => {
+            compaction_lost(before, after, &mut out);
+            edited_before_compaction(before, after, &seg, &mut out);
+            reasoning_kept(before, after, &seg, &mut out);
+        }
+        Format::Gemini => {
+            let signing = |t: &Transcript| t.messages.iter().any(|m| !m.signed.is_empty());
+            if signing(before) && !signing(after) {
+                gemini::signatures(&after.messages, true, &mut out);
+            }
+        }
+        _ => {}
+    }
+    out.sort_by_key(|v| v.message);
+    out
+}
+
+/// The prints of a message's blocks that are not reasoning, in order; empty when one
+/// of them has no print of its own.
+fn other_prints(m: &Message) -> Vec<u64> {
+    let prints: Vec<u64> = m
+        .blocks
+        .iter()
+        .zip(&m.prints)
+        .filter(|((b, _), _)| !matches!(b, Block::Reasoning))
+        .map(|(_, &p)| p)
+        .collect();
+    if prints.contains(&0) {
+        Vec::new()
+    } else {
+        prints
+    }
+}
+
+/// The prints of a message's reasoning blocks, in order.
+fn reasoning_prints(m: &Message) -> Vec<u64> {
+    m.blocks
+        .iter()
+        .zip(&m.prints)
+        .filter(|((b, _), _)| matches!(b, Block::Reasoning))
+        .map(|(_, &p)| p)
+        .collect()
+}
+
+fn latest_thinking(
+    before: &Transcript,
+    after: &Transcript,
+    seg: &Segment<'_>,
+    out: &mut Vec<RuleViolation>,
+) {
+    let Some(i) = after
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+    else {
+        return;
+    };
+    let latest = &after.messages[i];
+    let key = other_prints(latest);
+    if key.is_empty() {
+        return;
+    }
+    let Some(original) = before
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && other_prints(m) == key)
+    else {
+        return;
+    };
+    let (was, now) = (reasoning_prints(original), reasoning_prints(latest));
+    if was == now {
+        return;
+    }
+    let k = latest
+        .blocks
+        .iter()
+        .position(|(b, _)| matches!(b, Block::Reasoning))
+        .unwrap_or(0);
+    out.push(seg.violation(
+        Rule::AnthropicLatestThinkingModified,
+        (i, k),
+        None,
+        false,
+        format!(
+            "messages.{i}.content.{k}: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response. ({} thinking blocks were received, {} of them are sent back unchanged)",
+            was.len(),
+            was.iter().zip(&now).take_while(|(a, b)| a == b).count()
+        ),
+    ));
+}
+
+/// The latest compaction block or item of `t`: (message, block, print).
+fn latest_compaction(t: &Transcript) -> Option<(usize, usize, u64)> {
+    t.messages.iter().enumerate().rev().find_map(|(i, m)| {
+        (0..m.blocks.len())
+            .rev()
+            .find(|&k| m.is_compaction(k))
+            .map(|k| (i, k, m.prints[k]))
+    })
+}
+
+fn compaction_lost(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let Some((b, bk, print)) = latest_compaction(before) else {
+        return;
+    };
+    if print == 0 || after.messages.iter().any(|m| m.prints.contains(&print)) {
+        return;
+    }
+    let at = after.live_from();
+    let line = after.messages.get(at).map_or(1, |m| m.line);
+    let was = before.messages[b].block_line(bk);
+    let text = match after.format {
+        Format::AnthropicMessages | Format::ClaudeCode => format!(
+            "the `compaction` block of the original (message {b}, line {was}) is missing or changed: a request after a compaction sends its block back first, or the summary is gone (not refused)"
+        ),
+        _ => format!(
+            "the `compaction` item of the original (message {b}, line {was}) is missing or changed: it must be sent back unmodified"
+        ),
+    };
+    out.push(RuleViolation {
+        rule: Rule::CompactionLost,
+        message: at,
+        line,
+        call_id: None,
+        pending_at_end: false,
+        text,
+    });
+}
+
+fn edited_before_compaction(
+    before: &Transcript,
+    after: &Transcript,
+    seg: &Segment<'_>,
+    out: &mut Vec<RuleViolation>,
+) {
+    let Some((c, ck, _)) = latest_compaction(after) else {
+        return;
+    };
+    let known: HashSet<u64> = before
+        .messages
+        .iter()
+        .flat_map(|m| m.prints.iter().copied())
+        .collect();
+    for (i, m) in after.messages.iter().enumerate().take(c + 1) {
+        let end = if i == c { ck } else { m.blocks.len() };
+        if let Some(k) = (0..end).find(|&k| m.prints[k] != 0 && !known.contains(&m.prints[k])) {
+            out.push(seg.violation(
+                Rule::ResponsesEditedBeforeCompaction,
+                (i, k),
+                None,
+                false,
+                format!("input[{i}]: items before the most recent `compaction` item (message {c}) may be dropped, not edited: this one matches no item of the original"),
+            ));
+        }
+    }
+}
+
+/// Every block in log order: (message, block, print).
+fn flat(t: &Transcript) -> impl Iterator<Item = (usize, usize, &Block, u64)> + '_ {
+    t.messages.iter().enumerate().flat_map(|(i, m)| {
+        m.blocks
+            .iter()
+            .zip(&m.prints)
+            .enumerate()
+            .map(move |(k, ((b, _), &p))| (i, k, b, p))
+    })
+}
+
+fn reasoning_kept(
+    before: &Transcript,
+    after: &Transcript,
+    seg: &Segment<'_>,
+    out: &mut Vec<RuleViolation>,
+) {
+    // The print of each item -> the reasoning items it followed in `before`; `None`
+    // once it came without one somewhere (the same item repeated, in a Codex
+    // `replacement_history`, with its reasoning left out): then any place is fine.
+    let mut needs: HashMap<u64, Option<HashSet<u64>>> = HashMap::new();
+    let mut previous: Option<(&Block, u64)> = None;
+    for (_, _, b, p) in flat(before) {
+        if p != 0 && !matches!(b, Block::Reasoning) {
+            let after_reasoning = match previous {
+                Some((Block::Reasoning, r)) if r != 0 => Some(r),
+                _ => None,
+            };
+            let entry = needs
+                .entry(p)
+                .or_insert_with(|| after_reasoning.map(|_| HashSet::new()));
+            match (entry.as_mut(), after_reasoning) {
+                (Some(set), Some(r)) => {
+                    set.insert(r);
+                }
+                (Some(_), None) => *entry = None,
+                (None, _) => {}
+            }
+        }
+        previous = Some((b, p));
+    }
+    // Only the current turn: reasoning of earlier turns may be dropped (the API
+    // ignores it), as Anthropic's thinking of finished turns may.
+    let turn = after
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |u| u + 1);
+    let mut previous: Option<(&Block, u64)> = None;
+    for (i, k, b, p) in flat(after) {
+        if i < turn {
+            previous = Some((b, p));
+            continue;
+        }
+        if let Some(Some(reasoning)) = needs.get(&p) {
+            let kept = previous
+                .filter(|(b, _)| matches!(b, Block::Reasoning))
+                .is_some_and(|(_, q)| reasoning.contains(&q));
+            if !kept {
+                let id = match b {
+                    Block::Call { id, .. } => Some(id),
+                    _ => None,
+                };
+                out.push(seg.violation(
+                    Rule::ResponsesItemWithoutReasoning,
+                    (i, k),
+                    id,
+                    false,
+                    format!("input[{i}]: Item was provided without its required 'reasoning' item (the one right before it in the original)"),
+                ));
+            }
+        }
+        previous = Some((b, p));
+    }
+}

@@ -1,0 +1,103 @@
+//! Every compaction strategy, alone and in every preset, respects the reasoning rules
+//! (issue 13) on the real Claude Code transcripts with thinking and the real Codex
+//! rollouts with reasoning items, written back in their own format: checked against
+//! the original ([`format::check_against`]), the output breaks no rule the original
+//! kept. Each file is also cut at the request that sends back its latest assistant
+//! message with thinking, where that message's thinking must come back unchanged, and
+//! natively compacted (a Claude Code file with a `compaction` block inserted at a legal
+//! cut), where the block must come back byte for byte.
+
+use std::collections::BTreeSet;
+
+use cutpoint::compact::pipeline::Preset;
+use cutpoint::compact::strategy::{ClearThinking, Floors, Goal, Strategy};
+use cutpoint::format::edit::log_of;
+use cutpoint::format::{self, Block, ByteEstimate, Format, check_against, check_rules};
+use cutpoint::testing::synth::Rng;
+
+use crate::faults::{Case, NEW_RULES, compacted_variant, latest_thinking, transcript_cases};
+use crate::strategies_formats::{check_edit, preset_plan, strategies};
+
+/// The fixtures with thinking (Claude Code) or reasoning items (Codex), and for each
+/// the request that sends back its latest assistant message with thinking.
+fn logs() -> Vec<Case> {
+    let mut out = Vec::new();
+    for case in transcript_cases() {
+        if !matches!(case.format, Format::ClaudeCode | Format::CodexRollout) {
+            continue;
+        }
+        let t = case.read();
+        let reasoning = t
+            .messages
+            .iter()
+            .any(|m| m.blocks.iter().any(|(b, _)| matches!(b, Block::Reasoning)));
+        if !reasoning {
+            continue;
+        }
+        // Natively compacted: the compaction block must come back byte for byte.
+        if let Some(variant) = compacted_variant(&case) {
+            out.push(variant);
+        }
+        if let Some((_, request)) = latest_thinking(&case, &t) {
+            out.push(Case {
+                name: format!("{} (request)", case.name),
+                format: case.format,
+                text: request,
+            });
+        }
+        out.push(case);
+    }
+    out
+}
+
+/// Runs `plan` on `case`, writes it back and checks the output against the original.
+fn respects_the_rules(case: &Case, plan: &[(Strategy, Goal)]) {
+    let out = check_edit(&case.name, &case.text, case.format, plan);
+    let before = case.read();
+    let after = format::read(&out, case.format, &ByteEstimate).expect("reads back");
+    let kept: BTreeSet<&str> = check_rules(&before).iter().map(|v| v.rule.name()).collect();
+    for v in check_against(&before, &after) {
+        assert!(
+            !NEW_RULES.contains(&v.rule) && kept.contains(v.rule.name()),
+            "{}: {:?}: {v}",
+            case.name,
+            plan.iter().map(|(s, _)| s.kind()).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
+    let logs = logs();
+    let formats: BTreeSet<&str> = logs.iter().map(|c| c.format.name()).collect();
+    assert_eq!(formats.len(), 2, "Claude Code and Codex files");
+    assert!(logs.iter().any(|c| c.name.ends_with("(request)")));
+    assert!(logs.iter().any(|c| c.name.ends_with("+compaction")));
+    let mut cleared = 0;
+    for case in &logs {
+        let t = case.read();
+        let total = t.total_tokens();
+        let mut rng = Rng::new(case.name.len() as u64);
+        let mut all = strategies(&mut rng);
+        all.push(Strategy::ClearThinking(ClearThinking::default()));
+        for strategy in all {
+            for goal in [
+                Goal::within(Floors::none()),
+                Goal::within(Floors::none()).target(0),
+                Goal::within(Floors::none().keep_head(1)).target(total / 2),
+            ] {
+                respects_the_rules(case, &[(strategy.clone(), goal)]);
+            }
+        }
+        for preset in Preset::ALL {
+            respects_the_rules(case, &preset_plan(preset, total / 4));
+        }
+        // clear-thinking has work to do on these files: it is not vacuously clean.
+        let mut built = log_of(&t).expect("a log");
+        let goal = Goal::within(Floors::none().keep_head(built.pinned)).target(0);
+        if let Ok(report) = ClearThinking::default().run(&mut built.log, &goal) {
+            cleared += report.cleared_thinking;
+        }
+    }
+    assert!(cleared > 0, "no thinking was cleared anywhere");
+}
