@@ -282,7 +282,13 @@ fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) ->
         print();
         return ExitCode::SUCCESS;
     }
-    let why: Vec<String> = report.blocked().map(ToString::to_string).collect();
+    // Each reason once, though several rounds may have met it.
+    let mut why: Vec<String> = Vec::new();
+    for reason in report.blocked().map(ToString::to_string) {
+        if !why.contains(&reason) {
+            why.push(reason);
+        }
+    }
     eprintln!(
         "cutpoint: over budget: {} tokens left, the budget is {}{}",
         report.tokens_after,

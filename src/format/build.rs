@@ -63,6 +63,20 @@ pub(crate) struct Built {
     pub(crate) renamed: HashMap<CallId, CallId>,
 }
 
+/// `id#n` for the smallest `n` at or past `*n` that no record carries yet (an earlier
+/// compaction's ledger may list a renamed `id#n` itself), leaving `*n` there.
+/// **O(k)** for `k` suffixes taken.
+fn fresh(id: &CallId, n: &mut usize, seen: &HashSet<CallId>) -> CallId {
+    *n = (*n).max(2);
+    loop {
+        let candidate = CallId::from(format!("{id}#{n}"));
+        if !seen.contains(&candidate) {
+            return candidate;
+        }
+        *n += 1;
+    }
+}
+
 fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
     let mut entries = Vec::new();
     let mut owner = Vec::new();
@@ -89,10 +103,10 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                 } if !id.is_empty() => {
                     let n = uses.entry(id.clone()).or_insert(0);
                     *n += 1;
-                    let renamed_id = if *n == 1 {
+                    let renamed_id = if *n == 1 && !seen.contains(id) {
                         id.clone()
                     } else {
-                        let r = CallId::from(format!("{id}#{n}"));
+                        let r = fresh(id, n, &seen);
                         renamed.insert(r.clone(), id.clone());
                         r
                     };
@@ -120,10 +134,10 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                     for u in parts.units.iter().filter(|u| !u.call_id.is_empty()) {
                         let n = uses.entry(u.call_id.clone()).or_insert(0);
                         *n += 1;
-                        let id = if *n == 1 {
+                        let id = if *n == 1 && !seen.contains(&u.call_id) {
                             u.call_id.clone()
                         } else {
-                            CallId::from(format!("{}#{n}", u.call_id))
+                            fresh(&u.call_id, n, &seen)
                         };
                         if !seen.insert(id.clone()) {
                             continue;

@@ -132,13 +132,18 @@ pub fn run(
     let mut rounds = 1;
     let mut text = std::mem::take(&mut report.1);
     let mut report = report.0;
+    let mut last_after = u64::MAX;
     loop {
         let back =
             super::read(&text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
         report.tokens_after = back.live_tokens();
         let changed = report.ran().any(|r| !r.edits.is_empty());
         let over = report.budget.is_some_and(|b| report.tokens_after > b);
-        if !over || !changed || rounds == MAX_ROUNDS {
+        // A round that did not shrink the output as read back (a summary folded
+        // into one of the same size) ends the rounds.
+        let shrank = report.tokens_after < last_after;
+        last_after = report.tokens_after;
+        if !over || !changed || !shrank || rounds == MAX_ROUNDS {
             break;
         }
         // Stalls remembered on the last round's log mean nothing on a new one.

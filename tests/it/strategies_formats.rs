@@ -522,3 +522,37 @@ fn a_cleared_anthropic_result_keeps_its_block_and_everything_else() {
 ]"#
     );
 }
+
+/// SWE-agent reuses call ids across turns; the reader renames the second use `id#2`,
+/// and a compaction's ledger lists that name. Compacting the output again must not
+/// give a later reuse the same name (the reader used to, and refused the log).
+#[test]
+fn a_log_with_reused_ids_compacts_again_after_its_ledger_named_a_renamed_id() {
+    let name = "chat__swe-agent__marshmallow-1867-function_calling_replace.traj";
+    let (text, t) = read_fixture(name);
+    let once = cutpoint::format::edit::run(
+        &t,
+        &text,
+        &Preset::Balanced.pipeline(5_000),
+        0,
+        &mut Progress::new(),
+        &mut LedgerOnly,
+        &ByteEstimate,
+    )
+    .unwrap();
+    assert!(once.text.contains("#2"), "the ledger names a renamed id");
+    let back = format::read(&once.text, Format::OpenAiChat, &ByteEstimate).unwrap();
+    log_of(&back).expect("the output reads as a log");
+    let twice = cutpoint::format::edit::run(
+        &back,
+        &once.text,
+        &Preset::Balanced.pipeline(2_500),
+        0,
+        &mut Progress::new(),
+        &mut LedgerOnly,
+        &ByteEstimate,
+    )
+    .expect("compacts again");
+    let again = format::read(&twice.text, Format::OpenAiChat, &ByteEstimate).unwrap();
+    log_of(&again).expect("and reads back again");
+}
