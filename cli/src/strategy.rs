@@ -5,11 +5,9 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
-use cutpoint::compact::strategy::{
-    Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, NoProgress, Prose, Slide, Strategy,
-    Summarize, SummaryRequest, Truncate,
-};
+pub(crate) use cutpoint::compact::pipeline::Choice;
+use cutpoint::compact::pipeline::{PipelineReport, Preset, Progress, Settings, Step};
+use cutpoint::compact::strategy::{ClearInputs, Kind, NoProgress, Prose, SummaryRequest};
 use cutpoint::format::edit;
 use cutpoint::format::records::write_entry;
 use cutpoint::format::{ByteEstimate, Format};
@@ -21,24 +19,12 @@ use crate::source::Source;
 
 /// `--strategy`: a strategy's name or `pipeline`.
 pub(crate) fn parse_strategy(name: &str) -> Result<Choice, String> {
-    if name == "pipeline" {
-        return Ok(Choice::Pipeline);
-    }
-    Kind::from_name(name).map(Choice::One).ok_or_else(|| {
+    Choice::from_name(name).ok_or_else(|| {
         format!(
             "unknown strategy {name:?}; one of: {}, pipeline",
             Kind::ALL.map(Kind::name).join(", ")
         )
     })
-}
-
-/// What `--strategy` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Choice {
-    /// One strategy.
-    One(Kind),
-    /// The pipeline of `--preset`.
-    Pipeline,
 }
 
 /// `--preset`.
@@ -98,87 +84,22 @@ pub(crate) struct StrategyArgs {
 }
 
 impl StrategyArgs {
-    fn budget(&self) -> Option<u64> {
-        self.budget.or_else(|| {
-            self.context_window
-                .zip(self.max_output)
-                .map(|(w, m)| w.saturating_sub(m))
-        })
-    }
-
-    fn clear(&self, base: Clear) -> Clear {
-        let mut clear = base;
-        if let Some(n) = self.keep_tool_uses {
-            clear = clear.keep_tool_uses(n);
-        }
-        if let Some(t) = self.clear_at_least {
-            clear = clear.clear_at_least(t);
-        }
-        if !self.exclude_tools.is_empty() {
-            clear = clear.exclude_tools(self.exclude_tools.iter().cloned());
-        }
-        match self.clear_tool_inputs.as_deref() {
-            None => clear,
-            Some("") => clear.clear_inputs(ClearInputs::All),
-            Some(list) => clear.clear_inputs(ClearInputs::Tools(
-                list.split(',').map(str::to_owned).collect(),
-            )),
-        }
-    }
-
-    /// The strategy `kind` with the flags applied.
-    fn strategy(&self, kind: Kind) -> Strategy {
-        let turns = self.keep_turns;
-        match kind {
-            Kind::Clear => Strategy::Clear(self.clear(Clear::default())),
-            Kind::ClearThinking => {
-                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
-                    ClearThinking::default().keep_turns(n)
-                }))
-            }
-            Kind::Digest => Strategy::Digest(Digest::default()),
-            Kind::Slide => Strategy::Slide(
-                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
-            ),
-            Kind::Truncate => Strategy::Truncate(Truncate::default()),
-            _ => Strategy::Summarize(Summarize::default()),
-        }
-    }
-
-    /// The pipeline the flags describe, floors from `keep_head` records.
-    fn pipeline(&self, choice: Choice, keep_head: usize) -> Pipeline {
-        let budget = self.budget();
-        let mut pipeline = match choice {
-            Choice::Pipeline => {
-                let mut p = self
-                    .preset
-                    .unwrap_or(Preset::Balanced)
-                    .pipeline(budget.unwrap_or(u64::MAX));
-                for stage in &mut p.stages {
-                    if let Strategy::Clear(c) = &stage.strategy {
-                        stage.strategy = Strategy::Clear(self.clear(c.clone()));
-                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
-                        && self.keep_turns.is_some()
-                    {
-                        stage.strategy = self.strategy(stage.strategy.kind());
-                    }
-                }
-                p.budget = budget;
-                p
-            }
-            Choice::One(kind) => Pipeline::one(self.strategy(kind), budget),
-        };
-        let mut floors = if choice == Choice::Pipeline {
-            pipeline.floors
-        } else {
-            Floors::none()
-        };
-        floors.keep_head = floors.keep_head.max(keep_head);
-        if let Some(n) = self.keep_turns {
-            floors.min_turns = n;
-        }
-        pipeline.floors = floors;
-        pipeline
+    /// The flags as the library's settings. **O(excluded tools)**.
+    fn settings(&self) -> Settings {
+        let mut s = Settings::new();
+        s.budget = self.budget;
+        s.context_window = self.context_window;
+        s.max_output = self.max_output;
+        s.keep_tool_uses = self.keep_tool_uses;
+        s.clear_at_least = self.clear_at_least;
+        s.exclude_tools.clone_from(&self.exclude_tools);
+        s.clear_inputs = self.clear_tool_inputs.as_deref().map(|list| match list {
+            "" => ClearInputs::All,
+            list => ClearInputs::Tools(list.split(',').map(str::to_owned).collect()),
+        });
+        s.keep_turns = self.keep_turns;
+        s.preset = self.preset;
+        s
     }
 }
 
@@ -198,7 +119,7 @@ pub(crate) fn run(
     let mut prose = |_: &SummaryRequest<'_>| summary.map_or_else(Prose::none, Prose::text);
     let mut progress = Progress::new();
     let name = source.name.clone();
-    if choice == Choice::Pipeline && args.budget().is_none() {
+    if choice == Choice::Pipeline && args.settings().budget().is_none() {
         return exit::bad_input(
             "cutpoint: --strategy pipeline needs --budget or --context-window with --max-output",
         );
@@ -208,7 +129,7 @@ pub(crate) fn run(
             Ok(log) => log,
             Err(message) => return exit::bad_input(&message),
         };
-        let pipeline = args.pipeline(choice, keep_head);
+        let pipeline = args.settings().pipeline(choice, keep_head);
         let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
         return finish(args, &report, || {
             let mut out = BufWriter::new(io::stdout().lock());
@@ -228,7 +149,7 @@ pub(crate) fn run(
         return exit::bad_input(&format!("{name}: not UTF-8 text"));
     };
     // The pinned head counts messages of the live history here.
-    let pipeline = args.pipeline(choice, 0);
+    let pipeline = args.settings().pipeline(choice, 0);
     match edit::run(
         &transcript,
         text,

@@ -6,10 +6,9 @@
 //! options and the step reports mirror the CLI's `compact --strategy` flags and its
 //! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
 
-use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Step};
+use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{
-    CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Floors, Kind, LeftAlone,
-    NoProgress, Prose, Slide, Strategy, Summarize, SummaryRequest, Truncate,
+    CLEARED_RESULT_TEXT, ClearInputs, Kind, LeftAlone, NoProgress, Prose, SummaryRequest,
 };
 use cutpoint::format::records::write_entry;
 use cutpoint::format::{self, Format, Transcript};
@@ -20,69 +19,44 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyList};
 use crate::errors;
 use crate::formats::{Counter, live_tokens, read, records_log};
 
-/// What `strategy=` names, when it is not `summarize`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Choice {
-    /// One strategy, toward the budget (or as far as it may, without one).
-    One(Kind),
-    /// The stages of a preset.
-    Pipeline,
-}
+pub(crate) use cutpoint::compact::pipeline::Choice;
 
-impl Choice {
-    /// The choice named `name` (`summarize` is not one: it has its own path).
-    /// **O(1)**.
-    pub(crate) fn from_name(name: &str) -> Option<Choice> {
-        match name {
-            "pipeline" => Some(Choice::Pipeline),
-            "summarize" => None,
-            other => Kind::from_name(other).map(Choice::One),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Choice::One(kind) => kind.name(),
-            Choice::Pipeline => "pipeline",
-        }
-    }
-
-    /// The options this choice takes, as the TypeError for an unknown one lists them.
-    fn options(self) -> &'static [&'static str] {
-        const FLOORS: [&str; 5] = [
-            "budget",
-            "keep_head",
-            "keep_turns",
-            "context_window",
-            "max_output",
-        ];
-        match self {
-            Choice::One(Kind::Clear) => &[
-                FLOORS[0],
-                FLOORS[1],
-                FLOORS[2],
-                FLOORS[3],
-                FLOORS[4],
-                "keep_tool_uses",
-                "clear_at_least",
-                "exclude_tools",
-                "clear_tool_inputs",
-            ],
-            Choice::One(_) => &FLOORS,
-            Choice::Pipeline => &[
-                FLOORS[0],
-                FLOORS[1],
-                FLOORS[2],
-                FLOORS[3],
-                FLOORS[4],
-                "preset",
-                "keep_tool_uses",
-                "clear_at_least",
-                "exclude_tools",
-                "clear_tool_inputs",
-                "summary",
-            ],
-        }
+/// The options `choice` takes, as the TypeError for an unknown one lists them.
+/// **O(1)**.
+fn options_of(choice: Choice) -> &'static [&'static str] {
+    const FLOORS: [&str; 5] = [
+        "budget",
+        "keep_head",
+        "keep_turns",
+        "context_window",
+        "max_output",
+    ];
+    match choice {
+        Choice::One(Kind::Clear) => &[
+            FLOORS[0],
+            FLOORS[1],
+            FLOORS[2],
+            FLOORS[3],
+            FLOORS[4],
+            "keep_tool_uses",
+            "clear_at_least",
+            "exclude_tools",
+            "clear_tool_inputs",
+        ],
+        Choice::Pipeline => &[
+            FLOORS[0],
+            FLOORS[1],
+            FLOORS[2],
+            FLOORS[3],
+            FLOORS[4],
+            "preset",
+            "keep_tool_uses",
+            "clear_at_least",
+            "exclude_tools",
+            "clear_tool_inputs",
+            "summary",
+        ],
+        _ => &FLOORS,
     }
 }
 
@@ -149,11 +123,11 @@ impl Options {
         let mut out = Options::default();
         for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
             let key: String = key.extract()?;
-            if !choice.options().contains(&key.as_str()) {
+            if !options_of(choice).contains(&key.as_str()) {
                 return Err(PyTypeError::new_err(format!(
                     "strategy {:?} takes no option {key:?}; it takes: {}",
                     choice.name(),
-                    choice.options().join(", ")
+                    options_of(choice).join(", ")
                 )));
             }
             if value.is_none() {
@@ -216,95 +190,33 @@ impl Options {
         Ok(out)
     }
 
+    /// The options as the library's settings. **O(excluded tools)**.
+    fn settings(&self) -> Settings {
+        let mut s = Settings::new();
+        s.budget = self.budget;
+        s.context_window = self.context_window;
+        s.max_output = self.max_output;
+        s.keep_tool_uses = self.keep_tool_uses;
+        s.clear_at_least = self.clear_at_least;
+        s.exclude_tools.clone_from(&self.exclude_tools);
+        s.clear_inputs.clone_from(&self.clear_inputs);
+        s.keep_turns = self.keep_turns;
+        s.preset = self.preset;
+        s
+    }
+
     /// The budget: `budget`, else the context window less the output. **O(1)**.
     pub(crate) fn budget(&self) -> Option<u64> {
-        self.budget.or_else(|| {
-            self.context_window
-                .zip(self.max_output)
-                .map(|(w, m)| w.saturating_sub(m))
-        })
+        self.settings().budget()
     }
 
-    /// `base` with the clear options applied, its placeholder counted by `counter`.
-    fn clear(&self, base: Clear, counter: &Counter<'_>) -> Clear {
-        let mut clear = base;
-        if let Some(n) = self.keep_tool_uses {
-            clear = clear.keep_tool_uses(n);
-        }
-        if let Some(t) = self.clear_at_least {
-            clear = clear.clear_at_least(t);
-        }
-        if !self.exclude_tools.is_empty() {
-            clear = clear.exclude_tools(self.exclude_tools.iter().cloned());
-        }
-        if let Some(which) = &self.clear_inputs {
-            clear = clear.clear_inputs(which.clone());
-        }
-        if let Some(tokens) = counter.count(CLEARED_RESULT_TEXT) {
-            clear.placeholder_tokens = tokens;
-        }
-        clear
-    }
-
-    /// The strategy `kind` with the options applied.
-    fn strategy(&self, kind: Kind, counter: &Counter<'_>) -> Strategy {
-        let turns = self.keep_turns;
-        match kind {
-            Kind::Clear => Strategy::Clear(self.clear(Clear::default(), counter)),
-            Kind::ClearThinking => {
-                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
-                    ClearThinking::default().keep_turns(n)
-                }))
-            }
-            Kind::Digest => Strategy::Digest(Digest::default()),
-            Kind::Slide => Strategy::Slide(
-                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
-            ),
-            Kind::Truncate => Strategy::Truncate(Truncate::default()),
-            _ => Strategy::Summarize(Summarize::default()),
-        }
-    }
-
-    /// The pipeline the options describe (as the CLI's) toward `budget`, floors
-    /// from `keep_head` records. **O(stages)**.
-    fn pipeline(
-        &self,
-        choice: Choice,
-        keep_head: usize,
-        budget: Option<u64>,
-        counter: &Counter<'_>,
-    ) -> Pipeline {
-        let mut pipeline = match choice {
-            Choice::Pipeline => {
-                let mut p = self
-                    .preset
-                    .unwrap_or(Preset::Balanced)
-                    .pipeline(budget.unwrap_or(u64::MAX));
-                for stage in &mut p.stages {
-                    if let Strategy::Clear(c) = &stage.strategy {
-                        stage.strategy = Strategy::Clear(self.clear(c.clone(), counter));
-                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
-                        && self.keep_turns.is_some()
-                    {
-                        stage.strategy = self.strategy(stage.strategy.kind(), counter);
-                    }
-                }
-                p.budget = budget;
-                p
-            }
-            Choice::One(kind) => Pipeline::one(self.strategy(kind, counter), budget),
-        };
-        let mut floors = if choice == Choice::Pipeline {
-            pipeline.floors
-        } else {
-            Floors::none()
-        };
-        floors.keep_head = floors.keep_head.max(keep_head);
-        if let Some(n) = self.keep_turns {
-            floors.min_turns = n;
-        }
-        pipeline.floors = floors;
-        pipeline
+    /// The pipeline the options describe (as the CLI's), floors from `keep_head`
+    /// records, the clear placeholder counted by `counter` when the caller gave one.
+    /// **O(stages)**.
+    fn pipeline(&self, choice: Choice, keep_head: usize, counter: &Counter<'_>) -> Pipeline {
+        let mut settings = self.settings();
+        settings.placeholder_tokens = counter.count(CLEARED_RESULT_TEXT);
+        settings.pipeline(choice, keep_head)
     }
 }
 
@@ -388,7 +300,7 @@ fn run_records(
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
     let mut log = records_log(py, text)?;
-    let pipeline = opts.pipeline(choice, opts.keep_head, opts.budget(), counter);
+    let pipeline = opts.pipeline(choice, opts.keep_head, counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
     let report = pipeline.run_with(&mut log, &mut Progress::new(), &mut prose);
@@ -424,7 +336,7 @@ fn run_transcript(
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
     // The pinned head counts messages of the live history here.
-    let pipeline = opts.pipeline(choice, 0, opts.budget(), counter);
+    let pipeline = opts.pipeline(choice, 0, counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
     let done = format::edit::run(

@@ -30,8 +30,8 @@ use std::fmt;
 
 use super::Log;
 use super::strategy::{
-    AsyncSummarizer, Clear, ClearThinking, Digest, Floors, Goal, Kind, LedgerOnly, NoProgress,
-    Slide, StepReport, Strategy, Summarize, Summarizer, Truncate,
+    AsyncSummarizer, Clear, ClearInputs, ClearThinking, Digest, Floors, Goal, Kind, LedgerOnly,
+    NoProgress, Slide, StepReport, Strategy, Summarize, Summarizer, Truncate,
 };
 
 /// When a stage runs. Every trigger is read in **O(1)** (the tracker's total and the
@@ -501,5 +501,168 @@ impl Pipeline {
             tokens_after: log.tracker().total_tokens(),
             budget: self.budget,
         }
+    }
+}
+
+/// One strategy, or a preset's pipeline: what a caller (the CLI's `--strategy`, the
+/// Python binding's `strategy=`) asks [`Settings::pipeline`] for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Choice {
+    /// One strategy, toward the budget (as far as it may without one).
+    One(Kind),
+    /// The stages of [`Settings::preset`] (balanced by default).
+    Pipeline,
+}
+
+impl Choice {
+    /// The choice named `name`: a strategy's [`Kind::name`] or `pipeline`. **O(1)**.
+    pub fn from_name(name: &str) -> Option<Choice> {
+        match name {
+            "pipeline" => Some(Choice::Pipeline),
+            other => Kind::from_name(other).map(Choice::One),
+        }
+    }
+
+    /// Its name, as [`from_name`](Choice::from_name) reads it. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::One(kind) => kind.name(),
+            Choice::Pipeline => "pipeline",
+        }
+    }
+}
+
+/// What a caller sets on a strategy or a pipeline, named as the CLI's flags and the
+/// Python binding's options name them; [`Settings::pipeline`] turns them into the
+/// [`Pipeline`] to run, so both front ends build the same one.
+#[derive(Clone, PartialEq, Debug, Default)]
+#[non_exhaustive]
+pub struct Settings {
+    /// Tokens the log must fit in.
+    pub budget: Option<u64>,
+    /// With [`max_output`](Settings::max_output): the budget is the window less
+    /// the output, when no `budget` is set.
+    pub context_window: Option<u64>,
+    /// The most tokens the model may output.
+    pub max_output: Option<u64>,
+    /// `clear`: the most recent tool uses kept whole.
+    pub keep_tool_uses: Option<usize>,
+    /// `clear`: clear at least this many tokens, or nothing.
+    pub clear_at_least: Option<u64>,
+    /// `clear`: tools whose results are never cleared.
+    pub exclude_tools: Vec<String>,
+    /// `clear`: clear the cleared calls' inputs too.
+    pub clear_inputs: Option<ClearInputs>,
+    /// `clear`: what the placeholder costs, when the caller counts it.
+    pub placeholder_tokens: Option<u64>,
+    /// The most recent user turns always kept (a floor for every stage; slide and
+    /// clear-thinking keep at least these).
+    pub keep_turns: Option<usize>,
+    /// The pipeline's preset (balanced by default).
+    pub preset: Option<Preset>,
+}
+
+impl Settings {
+    /// No settings: every strategy's defaults, no budget. **O(1)**.
+    pub fn new() -> Self {
+        Settings::default()
+    }
+
+    /// The budget: [`budget`](Settings::budget), else the context window less the
+    /// output. **O(1)**.
+    pub fn budget(&self) -> Option<u64> {
+        self.budget.or_else(|| {
+            self.context_window
+                .zip(self.max_output)
+                .map(|(w, m)| w.saturating_sub(m))
+        })
+    }
+
+    /// `base` with the `clear` settings applied. **O(excluded tools)**.
+    fn clear(&self, base: Clear) -> Clear {
+        let mut clear = base;
+        if let Some(n) = self.keep_tool_uses {
+            clear = clear.keep_tool_uses(n);
+        }
+        if let Some(t) = self.clear_at_least {
+            clear = clear.clear_at_least(t);
+        }
+        if !self.exclude_tools.is_empty() {
+            clear = clear.exclude_tools(self.exclude_tools.iter().cloned());
+        }
+        if let Some(which) = &self.clear_inputs {
+            clear = clear.clear_inputs(which.clone());
+        }
+        if let Some(tokens) = self.placeholder_tokens {
+            clear.placeholder_tokens = tokens;
+        }
+        clear
+    }
+
+    /// The strategy `kind` with the settings applied. **O(excluded tools)**.
+    pub fn strategy(&self, kind: Kind) -> Strategy {
+        let turns = self.keep_turns;
+        match kind {
+            Kind::Clear => Strategy::Clear(self.clear(Clear::default())),
+            Kind::ClearThinking => {
+                Strategy::ClearThinking(turns.map_or_else(ClearThinking::default, |n| {
+                    ClearThinking::default().keep_turns(n)
+                }))
+            }
+            Kind::Digest => Strategy::Digest(Digest::default()),
+            Kind::Slide => Strategy::Slide(
+                turns.map_or_else(Slide::default, |n| Slide::default().keep_turns(n)),
+            ),
+            Kind::Truncate => Strategy::Truncate(Truncate::default()),
+            _ => Strategy::Summarize(Summarize::default()),
+        }
+    }
+
+    /// The pipeline `choice` with the settings applied, toward
+    /// [`budget`](Settings::budget()): one strategy ([`Pipeline::one`], no floors but
+    /// these), or the preset's stages with their floors (clear's settings on its
+    /// clear stage, `keep_turns` on slide and clear-thinking). Floors: `keep_head`
+    /// records pinned, `keep_turns` turns kept. **O(stages + excluded tools)**.
+    ///
+    /// ```
+    /// use cutpoint::compact::pipeline::{Choice, Settings};
+    /// use cutpoint::compact::strategy::{Kind, Strategy};
+    /// let mut s = Settings::new();
+    /// s.context_window = Some(200_000);
+    /// s.max_output = Some(32_000);
+    /// s.keep_tool_uses = Some(5);
+    /// let p = s.pipeline(Choice::One(Kind::Clear), 1);
+    /// assert_eq!(p.budget, Some(168_000));
+    /// assert_eq!(p.floors.keep_head, 1);
+    /// assert!(matches!(&p.stages[0].strategy, Strategy::Clear(c) if c.keep_tool_uses == 5));
+    /// ```
+    pub fn pipeline(&self, choice: Choice, keep_head: usize) -> Pipeline {
+        let budget = self.budget();
+        let mut pipeline = match choice {
+            Choice::Pipeline => {
+                let mut p = self
+                    .preset
+                    .unwrap_or(Preset::Balanced)
+                    .pipeline(budget.unwrap_or(u64::MAX));
+                for stage in &mut p.stages {
+                    if let Strategy::Clear(c) = &stage.strategy {
+                        stage.strategy = Strategy::Clear(self.clear(c.clone()));
+                    } else if matches!(stage.strategy.kind(), Kind::Slide | Kind::ClearThinking)
+                        && self.keep_turns.is_some()
+                    {
+                        stage.strategy = self.strategy(stage.strategy.kind());
+                    }
+                }
+                p.budget = budget;
+                p
+            }
+            Choice::One(kind) => Pipeline::one(self.strategy(kind), budget),
+        };
+        pipeline.floors.keep_head = pipeline.floors.keep_head.max(keep_head);
+        if let Some(n) = self.keep_turns {
+            pipeline.floors.min_turns = n;
+        }
+        pipeline
     }
 }
