@@ -62,6 +62,7 @@ fn compact_target_keeps_the_compaction_record_and_the_history_before_it() {
 
 #[test]
 fn every_strategy_keeps_the_compaction_record_and_the_history_before_it() {
+    let mut met = 0;
     for strategy in [
         "clear",
         "clear-thinking",
@@ -77,7 +78,7 @@ fn every_strategy_keeps_the_compaction_record_and_the_history_before_it() {
                 "--strategy",
                 strategy,
                 "--budget",
-                "12000",
+                "13500",
                 "--format",
                 "records",
                 "-",
@@ -85,43 +86,30 @@ fn every_strategy_keeps_the_compaction_record_and_the_history_before_it() {
             LOG.as_bytes(),
         );
         match out.status.code() {
-            Some(0) => assert_kept(&out.stdout, strategy),
+            Some(0) => {
+                assert_kept(&out.stdout, strategy);
+                met += 1;
+            }
             // The budget cannot be met without touching the pinned history.
             Some(3) => assert!(out.stdout.is_empty(), "{strategy}"),
             other => panic!("{strategy}: {other:?} {}", text(&out.stderr)),
         }
     }
+    // digest, summarize, slide and truncate meet it after the compaction.
+    assert!(met >= 4, "{met} strategies met the budget");
     // Without the compaction record, truncate would reach the old history: with it,
     // the budget under the pinned 10,920 tokens cannot be met.
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
-            "truncate",
-            "--budget",
-            "10000",
-            "--format",
-            "records",
-            "-",
-        ],
-        LOG.as_bytes(),
-    );
+    let truncate = |log: &str| {
+        let args = ["compact", "--strategy", "truncate", "--budget", "10000"];
+        cutpoint(
+            &[&args[..], &["--format", "records", "-"]].concat(),
+            log.as_bytes(),
+        )
+    };
+    let out = truncate(LOG);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stdout));
     assert!(out.stdout.is_empty());
-    let plain = LOG.replace(r#","compaction":"anthropic""#, "");
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
-            "truncate",
-            "--budget",
-            "10000",
-            "--format",
-            "records",
-            "-",
-        ],
-        plain.as_bytes(),
-    );
+    let out = truncate(&LOG.replace(r#","compaction":"anthropic""#, ""));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
