@@ -23,6 +23,37 @@ pub enum ApplyError {
         /// The number applied now.
         now: u64,
     },
+    /// The region starts at or before the latest compaction record (a provider's
+    /// native compaction, [`Log::live_from`]): it and the history before it are kept
+    /// as they are.
+    #[error(
+        "region {start}..{end} starts at or before the compaction record at {compaction_at}; the live history starts there and it is kept as it is"
+    )]
+    Pinned {
+        /// Start of the region.
+        start: usize,
+        /// End of the region.
+        end: usize,
+        /// Position of the latest compaction record.
+        compaction_at: usize,
+    },
+}
+
+impl Log {
+    /// Refuses a non-empty region that starts at or before the latest compaction
+    /// record. **O(1)**.
+    pub(super) fn check_unpinned(&self, region: &std::ops::Range<usize>) -> Result<(), ApplyError> {
+        match self.compaction {
+            Some(at) if region.start < region.end && region.start <= at => {
+                Err(ApplyError::Pinned {
+                    start: region.start,
+                    end: region.end,
+                    compaction_at: at,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What [`Log::apply`] did.
@@ -116,13 +147,17 @@ impl Log {
     /// # Errors
     /// [`ApplyError::StalePlan`] when another plan was applied since one of these was
     /// made; [`ApplyError::Region`] when the regions overlap, are out of order or not
-    /// bounded by legal cuts, or the tokens overflow. The log is then unchanged.
+    /// bounded by legal cuts, or the tokens overflow; [`ApplyError::Pinned`] when one
+    /// starts at or before the latest compaction record. The log is then unchanged.
     pub fn apply_many(&mut self, batch: Vec<(&Plan, Outcome)>) -> Result<Vec<Applied>, ApplyError> {
         if let Some((plan, _)) = batch.iter().find(|(p, _)| p.generation != self.generation) {
             return Err(ApplyError::StalePlan {
                 planned: plan.generation,
                 now: self.generation,
             });
+        }
+        for (plan, _) in &batch {
+            self.check_unpinned(&plan.region)?;
         }
         let mut regions = Vec::with_capacity(batch.len());
         let mut items = Vec::with_capacity(batch.len());

@@ -37,6 +37,17 @@ pub enum EditError {
         /// The payload offered.
         payload: &'static str,
     },
+    /// The entry is the latest compaction record or before it ([`Log::live_from`]):
+    /// kept as it is.
+    #[error(
+        "entry {at} is at or before the compaction record at {compaction_at}; it is kept as it is"
+    )]
+    Pinned {
+        /// The entry.
+        at: usize,
+        /// Position of the latest compaction record.
+        compaction_at: usize,
+    },
 }
 
 fn payload_name(p: &Payload) -> &'static str {
@@ -45,6 +56,7 @@ fn payload_name(p: &Payload) -> &'static str {
         Payload::Result { .. } => "result",
         Payload::Summary { .. } => "summary",
         Payload::Reasoning { .. } => "reasoning",
+        Payload::Compaction(_) => "compaction",
         _ => "empty",
     }
 }
@@ -74,8 +86,9 @@ impl Log {
     /// ```
     ///
     /// # Errors
-    /// [`EditError`] when a position is out of range or out of order, a payload does
-    /// not fit its record's kind, or the total would overflow. The log is then
+    /// [`EditError`] when a position is out of range or out of order, at or before the
+    /// latest compaction record, a payload does not fit its record's kind (a
+    /// compaction payload fits none), or the total would overflow. The log is then
     /// unchanged.
     pub fn rewrite_entries(&mut self, edits: Vec<Rewrite>) -> Result<u64, EditError> {
         let len = self.entries.len();
@@ -83,6 +96,12 @@ impl Log {
             let Some(entry) = self.entries.get(e.at) else {
                 return Err(TokensError::OutOfRange { at: e.at, len }.into());
             };
+            if let Some(compaction_at) = self.compaction.filter(|&c| e.at <= c) {
+                return Err(EditError::Pinned {
+                    at: e.at,
+                    compaction_at,
+                });
+            }
             let kind = entry.record.kind();
             let fits = match (&e.payload, kind) {
                 (Payload::None, _) => true,

@@ -68,11 +68,18 @@ impl Log {
     }
 
     /// Replaces the payload of the last entry (a streamed call's, once its arguments
-    /// are complete) and returns the one it had; `None` for an empty log. **O(1)**.
+    /// are complete) and returns the one it had; `None` for an empty log. **O(1)**
+    /// (**O(n)** when it takes a compaction payload away: the one before is looked for).
     pub fn set_last_payload(&mut self, payload: super::Payload) -> Option<super::Payload> {
-        self.entries
-            .back_mut()
-            .map(|entry| std::mem::replace(&mut entry.payload, payload))
+        let last = self.entries.len().checked_sub(1)?;
+        let entry = self.entries.back_mut()?;
+        let old = std::mem::replace(&mut entry.payload, payload);
+        if entry.compaction().is_some() {
+            self.compaction = Some(last);
+        } else if self.compaction == Some(last) {
+            self.compaction = self.entries.iter().rposition(|e| e.compaction().is_some());
+        }
+        Some(old)
     }
 
     /// Compactions applied to this log so far. Positions (of records, cuts, plans and
@@ -89,13 +96,16 @@ impl Log {
     /// # Errors
     /// [`ApplyError::Region`] with [`ReplaceError::OutOfRange`] when the region ends
     /// past the log, [`ReplaceError::NotALegalCut`] when an end is not a legal cut (a
-    /// pair would be split), [`ReplaceError::EmptyRegion`] when `start > end`.
+    /// pair would be split), [`ReplaceError::EmptyRegion`] when `start > end`;
+    /// [`ApplyError::Pinned`] when a non-empty region starts at or before the latest
+    /// compaction record.
     pub fn plan_region(
         &self,
         region: Range<usize>,
         arguments: ArgumentPolicy,
     ) -> Result<Plan, ApplyError> {
         self.tracker.check_region(region.start, region.end)?;
+        self.check_unpinned(&region)?;
         Ok(self.plan_between(region.start, region.end, arguments))
     }
 

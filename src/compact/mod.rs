@@ -112,6 +112,21 @@ impl Unit {
     }
 }
 
+/// Whose native compaction: a provider's own compaction record (a records JSONL
+/// `compaction` record, [`Payload::Compaction`]) or the keep-recent cut made for one
+/// (`format::keep_recent_cut`). Non-exhaustive: later versions add providers.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum NativeCompaction {
+    /// Anthropic compaction (on-demand `compaction: {"type": "summarize"}` or
+    /// threshold): the messages before the cut are summarized into one `compaction`
+    /// block, the ones after it follow that block unchanged.
+    Anthropic,
+    /// OpenAI Responses compaction: an encrypted `compaction` item; only items before
+    /// the most recent one may be dropped.
+    OpenAi,
+}
+
 /// What a record says, beyond its kind and size. The tracker never sees payloads.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 #[non_exhaustive]
@@ -151,6 +166,12 @@ pub enum Payload {
         /// its turn is current.
         signed: bool,
     },
+    /// A provider's native compaction (an `assistant` record): an Anthropic
+    /// `compaction` block or an OpenAI `compaction` item. The live history starts at
+    /// the latest one ([`Log::live_from`]): it and every record before it are pinned,
+    /// never summarized, removed, cleared or edited. [`Entry::compaction`] is the one
+    /// place that tells a compaction record.
+    Compaction(NativeCompaction),
 }
 
 /// A record with its payload: the unit the compaction layer stores.
@@ -173,6 +194,15 @@ impl Entry {
     pub fn reasoning(&self) -> Option<bool> {
         match (&self.payload, self.record.kind()) {
             (Payload::Reasoning { signed }, RecordKind::Assistant) => Some(*signed),
+            _ => None,
+        }
+    }
+
+    /// Whose native compaction this is, if it is one: an `assistant` record with a
+    /// [`Payload::Compaction`]. **O(1)**.
+    pub fn compaction(&self) -> Option<NativeCompaction> {
+        match (&self.payload, self.record.kind()) {
+            (Payload::Compaction(native), RecordKind::Assistant) => Some(*native),
             _ => None,
         }
     }
@@ -231,6 +261,9 @@ pub struct Log {
     structure: structure::Structure,
     /// Pending calls that reported an interim result: the `appended` count then.
     interim: HashMap<CallId, u64>,
+    /// Position of the latest compaction record ([`Entry::compaction`]). Nothing at
+    /// or before it is ever replaced, removed or edited, so it never moves.
+    compaction: Option<usize>,
 }
 
 impl Log {
@@ -276,6 +309,9 @@ impl Log {
     pub(crate) fn pushed(&mut self, entry: Entry) {
         let at = self.entries.len();
         self.structure.push(&entry.record, at);
+        if entry.compaction().is_some() {
+            self.compaction = Some(at);
+        }
         if !self.interim.is_empty() {
             if let RecordKind::ToolResult(id) = entry.record.kind() {
                 self.interim.remove(id);
@@ -346,6 +382,26 @@ impl Log {
     /// **O(1)** per item.
     pub fn turn_starts_in(&self, from: usize, to: usize) -> impl Iterator<Item = usize> + '_ {
         self.structure.turns.range(from, to)
+    }
+
+    /// Where the live history starts: the position of the latest compaction record
+    /// ([`Entry::compaction`], a provider's native compaction), 0 when there is none,
+    /// as `format::Transcript::live_from` answers for a provider transcript. The
+    /// records before it are history the provider no longer receives. **O(1)**.
+    pub fn live_from(&self) -> usize {
+        self.compaction.unwrap_or(0)
+    }
+
+    /// The end of the pinned head for `keep_head` records asked: the larger of
+    /// `keep_head` and the record after the latest compaction record (it and every
+    /// record before it are never summarized, removed, cleared or edited), at most the
+    /// log's length. The one place the pinned head is decided: [`Log::plan`], the
+    /// strategies' regions and edits all start here (at the first legal cut at or
+    /// after it when they replace regions). **O(1)**.
+    pub fn pinned_head(&self, keep_head: usize) -> usize {
+        keep_head
+            .max(self.compaction.map_or(0, |c| c + 1))
+            .min(self.entries.len())
     }
 
     /// The entries, in log order. **O(1)**.

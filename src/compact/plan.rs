@@ -176,7 +176,8 @@ pub enum PlanError {
 
 impl Log {
     /// Names the region to summarize under `window`: from the end of the pinned head
-    /// to the legal cut the tracker picks for the token target. **O(log n + r log r)**
+    /// ([`Log::pinned_head`]: `keep_head`, or past the latest compaction record) to
+    /// the legal cut the tracker picks for the token target. **O(log n + r log r)**
     /// for a region of `r` records (the sort puts pairs whose result came first and
     /// results without a call in log order) (the atoms are re-derived from the entries every time,
     /// never carried over from an earlier pass).
@@ -189,7 +190,7 @@ impl Log {
     pub fn plan(&self, window: &Window) -> Result<Plan, PlanError> {
         let t = &self.tracker;
         let start = t
-            .legal_cut_at_or_after(window.keep_head.min(t.len()))
+            .legal_cut_at_or_after(self.pinned_head(window.keep_head))
             .ok_or(PlanError::HeadOpen {
                 keep_head: window.keep_head,
             })?;

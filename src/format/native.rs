@@ -8,19 +8,7 @@ use std::fmt;
 use super::{Block, Role, Transcript};
 use crate::AppendError;
 
-/// Whose native compaction the cut is for. Non-exhaustive: later versions add
-/// providers.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[non_exhaustive]
-pub enum NativeCompaction {
-    /// Anthropic on-demand compaction (`compaction: {"type": "summarize"}`): the
-    /// messages before the cut are summarized into one compaction block, the ones
-    /// after it follow that block unchanged.
-    Anthropic,
-    /// OpenAI Responses compaction: only items before the most recent `compaction`
-    /// item may be dropped.
-    OpenAi,
-}
+pub use crate::compact::NativeCompaction;
 
 impl NativeCompaction {
     /// The name the CLI uses (`cut --for NAME`). **O(1)**.

@@ -17,6 +17,7 @@ mod layout;
 mod liveness;
 mod model;
 mod native_cut;
+mod native_records;
 mod policy;
 mod policy_plan;
 mod reasoning_strategies;

@@ -57,7 +57,7 @@ fn with_payload(record: Record, rng: &mut Rng) -> Entry {
 
 /// A session of `n` records with payloads; `damage` drops records and adds stray or
 /// repeated results (the tracker refuses nothing it accepts from a real log).
-fn generated(seed: u64, n: usize, damage: f64) -> Log {
+pub(crate) fn generated(seed: u64, n: usize, damage: f64) -> Log {
     let mut rng = Rng::new(seed ^ 0xa11ce);
     let mut log = Log::new();
     for record in Session::records(seed, n) {

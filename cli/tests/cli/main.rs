@@ -7,6 +7,7 @@ mod cli_bench;
 mod common;
 mod compact_cli;
 mod native_cli;
+mod native_records_cli;
 mod reliability_cli;
 mod sessions_cli;
 mod strategy_cli;

@@ -143,7 +143,7 @@ impl Clear {
         }
         left.add(Skip::KeptRecent, seen);
         let recent = goal.floors.recent_from(log);
-        let head = goal.floors.keep_head.min(len);
+        let head = log.pinned_head(goal.floors.keep_head);
         let calls_end = kept_from.min(recent);
         // Calls that may lose their result: id -> excluded.
         let mut calls: HashMap<&str, bool> = HashMap::new();

@@ -52,11 +52,10 @@ impl ClearThinking {
         if goal.reached(total) {
             return Ok(report.finish(log, goal));
         }
-        let len = log.len();
         // The current turn (and the kept ones) start here; no turn at all: all current.
         let kept_from = log.turn_start_from_end(self.keep_turns.max(1)).unwrap_or(0);
         let recent = goal.floors.recent_from(log);
-        let head = goal.floors.keep_head.min(len);
+        let head = log.pinned_head(goal.floors.keep_head);
         let mut left = LeftAlone::default();
         let mut rewrites = Vec::new();
         let mut reclaimed = 0;

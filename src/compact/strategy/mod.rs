@@ -490,7 +490,7 @@ impl NoProgress {
 }
 
 /// Where the strategies that replace regions may work: from the first legal cut at
-/// or after the pinned head to the last legal cut before the floors.
+/// or after the pinned head ([`Log::pinned_head`]) to the last legal cut before the floors.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Regions {
     /// First legal cut at or after the pinned head.
@@ -511,7 +511,7 @@ impl Regions {
         let pending = || Blocked::PendingCalls {
             waiting_on: t.pending_calls().iter().map(|p| p.id.clone()).collect(),
         };
-        let Some(head) = t.legal_cut_at_or_after(floors.keep_head.min(len)) else {
+        let Some(head) = t.legal_cut_at_or_after(log.pinned_head(floors.keep_head)) else {
             return Err(NoProgress::new(kind, pending(), log, LeftAlone::default()));
         };
         let end = t.legal_cut_at_or_before(recent.min(len)).max(head);

@@ -23,7 +23,15 @@
 //! `covers`, each `{"call_id", "name"?, "arguments"?, "status"?, "first_line"?}`, and
 //! may carry `text`. An `assistant` record may carry `reasoning` (`plain` or `signed`):
 //! it is a thinking / reasoning block (with a signature), which the `clear-thinking`
-//! strategy clears in finished turns:
+//! strategy clears in finished turns. An `assistant` record may instead carry
+//! `compaction` (`anthropic` or `openai`): it is a provider's native compaction (an
+//! Anthropic `compaction` block, an OpenAI `compaction` item), never `bound`; the live
+//! history starts at the latest one, which is pinned with everything before it
+//! ([`Log::live_from`](crate::compact::Log::live_from)):
+//!
+//! ```text
+//! {"kind":"assistant","tokens":900,"compaction":"anthropic"}
+//! ```
 //!
 //! ```text
 //! {"kind":"summary","tokens":40,"covers":[{"call_id":"a","name":"bash","arguments":{"command":"ls"},"status":"ok","first_line":"src"}]}
@@ -35,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
-use crate::compact::{Entry, Payload, ResultStatus, Unit};
+use crate::compact::{Entry, NativeCompaction, Payload, ResultStatus, Unit};
 use crate::{CallId, Record, RecordKind};
 
 pub(crate) mod transcript;
@@ -215,6 +223,32 @@ struct Line<'a> {
     covers: Option<Vec<UnitLine>>,
     #[serde(default)]
     reasoning: Option<Reasoning>,
+    #[serde(default)]
+    compaction: Option<Native>,
+}
+
+/// `compaction` on an assistant record: whose native compaction it is.
+#[derive(Serialize, Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Native {
+    Anthropic,
+    Openai,
+}
+
+impl From<Native> for NativeCompaction {
+    fn from(n: Native) -> Self {
+        match n {
+            Native::Anthropic => NativeCompaction::Anthropic,
+            Native::Openai => NativeCompaction::OpenAi,
+        }
+    }
+}
+
+fn native_out(n: NativeCompaction) -> Native {
+    match n {
+        NativeCompaction::OpenAi => Native::Openai,
+        _ => Native::Anthropic,
+    }
 }
 
 /// `reasoning` on an assistant record: a thinking / reasoning block, `signed` when it
@@ -262,6 +296,8 @@ struct OutLine<'a> {
     covers: Option<Vec<UnitOut<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Reasoning>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compaction: Option<Native>,
 }
 
 #[derive(Serialize)]
@@ -331,15 +367,31 @@ pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     only("text", parsed.text.is_some(), &["summary"])?;
     only("covers", parsed.covers.is_some(), &["summary"])?;
     only("reasoning", parsed.reasoning.is_some(), &["assistant"])?;
+    only("compaction", parsed.compaction.is_some(), &["assistant"])?;
+    if parsed.compaction.is_some() {
+        if parsed.reasoning.is_some() {
+            return Err(invalid(
+                "assistant record has both `reasoning` and `compaction`; a record is one or the other"
+                    .to_owned(),
+            ));
+        }
+        if parsed.bound {
+            return Err(invalid(
+                "compaction record is bound to the record before it; the live history starts at a compaction record, so it cannot be"
+                    .to_owned(),
+            ));
+        }
+    }
     let (record, payload) = match (kind, parsed.call_id) {
         (Kind::User, None) => (Record::user(parsed.tokens), Payload::None),
         (Kind::Assistant, None) => (
             Record::assistant(parsed.tokens),
-            match parsed.reasoning {
-                Some(r) => Payload::Reasoning {
+            match (parsed.reasoning, parsed.compaction) {
+                (Some(r), _) => Payload::Reasoning {
                     signed: matches!(r, Reasoning::Signed),
                 },
-                None => Payload::None,
+                (None, Some(native)) => Payload::Compaction(native.into()),
+                (None, None) => Payload::None,
             },
         ),
         (Kind::Summary, None) => {
@@ -471,6 +523,7 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
         text: None,
         covers: None,
         reasoning: None,
+        compaction: None,
     };
     let units;
     match (&entry.payload, record.kind()) {
@@ -491,6 +544,9 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
             } else {
                 Reasoning::Plain
             });
+        }
+        (Payload::Compaction(native), RecordKind::Assistant) => {
+            line.compaction = Some(native_out(*native));
         }
         _ => {}
     }
