@@ -96,25 +96,19 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return exit::bad_input(&e),
     };
-    match source.format(args.format) {
-        Err(e) => exit::bad_input(&e),
-        Ok(format) if args.strategy.strategy.is_some() => {
-            let choice = args
-                .strategy
-                .strategy
-                .unwrap_or(crate::strategy::Choice::Pipeline);
-            crate::strategy::run(
-                source,
-                format,
-                &args.strategy,
-                choice,
-                args.keep_head,
-                args.summary.as_deref(),
-                &args.input,
-            )
-        }
-        Ok(Format::Records) => compact_records(source, args),
-        Ok(format) => compact_transcript(&source, format, &args),
+    match (source.format(args.format), args.strategy.strategy) {
+        (Err(e), _) => exit::bad_input(&e),
+        (Ok(format), Some(choice)) => crate::strategy::run(
+            source,
+            format,
+            &args.strategy,
+            choice,
+            args.keep_head,
+            args.summary.as_deref(),
+            &args.input,
+        ),
+        (Ok(Format::Records), None) => compact_records(source, args),
+        (Ok(format), None) => compact_transcript(&source, format, &args),
     }
 }
 

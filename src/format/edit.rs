@@ -128,10 +128,8 @@ pub fn run(
     if t.format == Format::Records {
         return Err(EditError::Unsupported(t.format));
     }
-    let mut report = round(t, input, pipeline, keep_head, progress, summarizer)?;
+    let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
     let mut rounds = 1;
-    let mut text = std::mem::take(&mut report.1);
-    let mut report = report.0;
     let mut last_after = u64::MAX;
     loop {
         let back =
