@@ -49,16 +49,22 @@ pub(crate) fn records(t: &Transcript, from: usize) -> (Vec<Record>, Vec<usize>) 
 }
 
 /// The entries of messages `from..`: records as [`records`] builds them, with the
-/// payloads a summary needs (a call's tool name and arguments, a result's first line
-/// as its content, an earlier summary's prose and units). **O(len)** of the payloads.
+/// payloads a summary and the strategies need (a call's tool name and arguments, a
+/// result's first line as its content, thinking as [`Payload::Reasoning`], an earlier
+/// summary's prose and units, carried as data). The one Transcript -> Log builder:
+/// `--target` rewrites and the strategies both read a transcript through it.
+/// **O(len)** of the payloads.
 pub(crate) fn entries(t: &Transcript, from: usize) -> Built {
     walk(t, from, true)
 }
 
-/// Entries, the message index of each, and the original id of every renamed call.
+/// Entries, the message and block index of each, and the original id of every
+/// renamed call.
 pub(crate) struct Built {
     pub(crate) entries: Vec<Entry>,
     pub(crate) owner: Vec<usize>,
+    /// The block of each entry within its message.
+    pub(crate) block: Vec<usize>,
     /// `id#N` -> `id`, for the calls whose id came back.
     pub(crate) renamed: HashMap<CallId, CallId>,
 }
@@ -80,6 +86,7 @@ fn fresh(id: &CallId, n: &mut usize, seen: &HashSet<CallId>) -> CallId {
 fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
     let mut entries = Vec::new();
     let mut owner = Vec::new();
+    let mut blocks = Vec::new();
     let mut renamed = HashMap::new();
     // Original id -> the id its records carry: a reused id (OpenAI Chat pairs calls
     // with the run of tool messages right after them, so SWE-agent reuses ids across
@@ -91,6 +98,9 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
     let mut seen: HashSet<CallId> = HashSet::new();
     for (index, m) in t.messages.iter().enumerate().skip(from) {
         for (k, (block, tokens)) in m.blocks.iter().enumerate() {
+            // A Codex `compacted` history replacement is sent back as it is: its
+            // calls and results carry no payload a strategy could edit.
+            let editable = m.role != Role::Compacted;
             let plain = || match m.role {
                 Role::Assistant | Role::Item => Record::assistant(*tokens),
                 _ => Record::user(*tokens),
@@ -112,7 +122,7 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                     };
                     current.insert(id.clone(), renamed_id.clone());
                     seen.insert(renamed_id.clone());
-                    let payload = payloads.then(|| Payload::Call {
+                    let payload = (payloads && editable).then(|| Payload::Call {
                         name: (!name.is_empty()).then(|| name.clone()),
                         arguments: Some(arguments.clone()),
                     });
@@ -121,7 +131,7 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                 Block::Result { id, first_line } if !id.is_empty() => {
                     let renamed_id = current.get(id).unwrap_or(id).clone();
                     seen.insert(renamed_id.clone());
-                    let payload = payloads.then(|| Payload::Result {
+                    let payload = (payloads && editable).then(|| Payload::Result {
                         status: None,
                         content: Some(first_line.clone()),
                     });
@@ -158,6 +168,14 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                     });
                     (record, payload)
                 }
+                // Thinking and reasoning of an editable message: the clear-thinking
+                // strategy's target (signed: providers sign it, or bind it to what
+                // follows).
+                Block::Reasoning
+                    if payloads && editable && matches!(m.role, Role::Assistant | Role::Item) =>
+                {
+                    (plain(), Some(Payload::Reasoning { signed: true }))
+                }
                 _ => (plain(), None),
             };
             let bound = !entries.is_empty() && (k > 0 || m.bound);
@@ -168,11 +186,13 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
             };
             entries.push(Entry::new(record, payload.unwrap_or_default()));
             owner.push(index);
+            blocks.push(k);
         }
     }
     Built {
         entries,
         owner,
+        block: blocks,
         renamed,
     }
 }

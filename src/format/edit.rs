@@ -4,7 +4,7 @@
 //! byte for byte; an edited one changes only the values edited (a block's content, a
 //! call's arguments) or loses a block; a summary message is written in the provider's
 //! shape by [`rewrite::summary_message`], its text by
-//! the one ledger renderer ([`summary_text`]).
+//! the one ledger renderer ([`SummaryParts::text`]), always with its heading.
 //!
 //! ```text
 //!   Transcript ──log_of──▶ TranscriptLog { Log, record → message/block } ──strategies──▶
@@ -32,7 +32,7 @@ use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
 use crate::AppendError;
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
 use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport, Summarizer};
-use crate::compact::{Entry, Log, Payload, summary_text};
+use crate::compact::{Entry, Log, Payload, SummaryParts};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
 /// from.
@@ -50,6 +50,9 @@ pub struct TranscriptLog {
     /// compaction boundary (a Codex `compacted` item, Claude Code's summary), which a
     /// strategy must not edit or summarize away.
     pub pinned: usize,
+    /// `id#N` -> `id`, for the calls whose reused id the log renamed: a ledger names a
+    /// call as the transcript spells it.
+    pub renamed: std::collections::HashMap<crate::CallId, crate::CallId>,
 }
 
 /// A pipeline run on a transcript, written back in the transcript's format.
@@ -63,8 +66,9 @@ pub struct Compacted {
     /// output's live history read back with the caller's counter, not the
     /// strategies' estimate.
     pub report: PipelineReport,
-    /// How many times the pipeline ran: 1, or more when the written output read back
-    /// over the budget.
+    /// How many times the pipeline ran: 0 when the transcript met the budget already
+    /// (the text is the input), 1, or more when the written output read back over the
+    /// budget.
     pub rounds: usize,
 }
 
@@ -85,7 +89,10 @@ pub const MAX_ROUNDS: usize = 3;
 /// read with) and the report's `tokens_after` is that count; while it is over the
 /// pipeline's budget and the last round changed something, the pipeline runs again
 /// on the output, at most [`MAX_ROUNDS`] rounds in all. A budget the report says is
-/// met therefore holds for the text returned. **O(len + edits)** per round plus what
+/// met therefore holds for the text returned. A transcript within its budget
+/// already is returned byte for byte, with a report of no steps
+/// ([`PipelineReport::was_within_budget`]): so a run on its own output changes
+/// nothing. **O(len + edits)** per round plus what
 /// the stages cost.
 ///
 /// ```
@@ -127,6 +134,16 @@ pub fn run(
 ) -> Result<Compacted, EditError> {
     if t.format == Format::Records {
         return Err(EditError::Unsupported(t.format));
+    }
+    // The fixed point: a transcript within its budget is returned as it is, so a
+    // compaction run on its own output changes nothing.
+    let live = t.live_tokens();
+    if pipeline.budget.is_some_and(|b| live <= b) {
+        return Ok(Compacted {
+            text: input.to_owned(),
+            report: PipelineReport::within_budget(live, pipeline.budget),
+            rounds: 0,
+        });
     }
     let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
     let mut rounds = 1;
@@ -228,52 +245,20 @@ pub enum EditError {
 /// The tracker's [`AppendError`] (a log too long or too large).
 pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
     let from = t.live_from();
-    let (records, owner) = t.records(from);
-    let mut block = Vec::with_capacity(records.len());
-    let mut log = Log::new();
-    let mut at = 0;
-    for (m, message) in t.messages.iter().enumerate().skip(from) {
-        for (k, (b, _)) in message.blocks.iter().enumerate() {
-            let Some(record) = records.get(at) else {
-                return Err(EditError::Mismatch(format!(
-                    "message {m} has more blocks than records"
-                )));
-            };
-            let editable = message.role != Role::Compacted;
-            let payload = match b {
-                Block::Call {
-                    name, arguments, ..
-                } if editable => Payload::Call {
-                    name: (!name.is_empty()).then(|| name.clone()),
-                    arguments: Some(arguments.clone()),
-                },
-                Block::Result { first_line, .. } if editable => Payload::Result {
-                    status: None,
-                    content: Some(first_line.clone()),
-                },
-                Block::Reasoning
-                    if editable && matches!(record.kind(), crate::RecordKind::Assistant) =>
-                {
-                    Payload::Reasoning { signed: true }
-                }
-                _ => Payload::None,
-            };
-            log.append(Entry::new(record.clone(), payload))?;
-            block.push(k);
-            at += 1;
-        }
-    }
+    let built = super::build::entries(t, from);
+    let log = Log::from_entries(built.entries)?;
     let pinned = match t.messages.get(from) {
         Some(first) if first.starts_history || first.role == Role::Compacted => {
-            owner.iter().take_while(|&&m| m == from).count()
+            built.owner.iter().take_while(|&&m| m == from).count()
         }
         _ => 0,
     };
     Ok(TranscriptLog {
         log,
-        owner,
-        block,
+        owner: built.owner,
+        block: built.block,
         pinned,
+        renamed: built.renamed,
     })
 }
 
@@ -447,7 +432,9 @@ pub fn write(
             Fate::Summarized(k) => {
                 let first = std::mem::replace(&mut first_of_summary[k], false);
                 match (first, replay.summary_at[k]) {
-                    (true, Some(at)) => MessagePlan::Summary(summary_of(after.entries().get(at))?),
+                    (true, Some(at)) => {
+                        MessagePlan::Summary(summary_of(after.entries().get(at), &built.renamed)?)
+                    }
                     _ => MessagePlan::Drop,
                 }
             }
@@ -460,11 +447,26 @@ pub fn write(
     }
 }
 
-/// The text and tokens of the summary entry `entry`.
-fn summary_of(entry: Option<&Entry>) -> Result<(String, u64), EditError> {
+/// The text and tokens of the summary entry `entry`, its units named as the
+/// transcript spells their calls (a renamed reused id by its original).
+fn summary_of(
+    entry: Option<&Entry>,
+    renamed: &std::collections::HashMap<crate::CallId, crate::CallId>,
+) -> Result<(String, u64), EditError> {
     match entry.map(|e| (&e.payload, e.record.tokens())) {
         Some((Payload::Summary { text, units }, tokens)) => {
-            Ok((summary_text(text.as_deref().unwrap_or(""), units), tokens))
+            let units: Vec<crate::compact::Unit> = units
+                .iter()
+                .map(|u| crate::compact::Unit {
+                    call_id: renamed.get(&u.call_id).unwrap_or(&u.call_id).clone(),
+                    ..u.clone()
+                })
+                .collect();
+            // Always with the ledger heading (`none` when no call was summarized): a
+            // summary of text alone is never an empty message, and a later
+            // compaction reads it back as a summary.
+            let prose = text.clone().unwrap_or_default();
+            Ok((SummaryParts::new(prose, units, Vec::new()).text(), tokens))
         }
         _ => Err(EditError::Mismatch(
             "a summarized region has no summary record in the log".to_owned(),
@@ -881,6 +883,11 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     let mut relink: HashMap<String, Option<String>> = HashMap::new();
     let mut last_uuid: Option<String> = None;
     let mut out = String::with_capacity(input.len());
+    // A Claude Code compaction written: where its boundary line goes in `out`, its
+    // links, the tokens before, the neighbour it takes its context from; and where
+    // the kept segment after its summary starts in `out`.
+    let mut boundary: Option<(usize, rewrite::BoundaryLinks, u64, String)> = None;
+    let mut segment_from: Option<usize> = None;
     for (line_no, span) in lines(input) {
         let body = &input[span.clone()];
         let Some(&(m, j)) = line_of.get(&span.start) else {
@@ -895,11 +902,40 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
             MessagePlan::Drop => forget(claude, body, &last_uuid, &mut relink),
             MessagePlan::Summary((summary, tokens)) => {
                 if j == 0 {
-                    let line =
-                        summary_line(t.format, body, summary, *tokens, &last_uuid, span.start)
-                            .map_err(|detail| EditError::Message { message: m, detail })?;
+                    // Claude Code: a summary that opens the live history is written as
+                    // Claude Code writes its own compaction (a `compact_boundary`, then
+                    // the `isCompactSummary` record), so that Claude Code sends it;
+                    // any other summary or digest is an ordinary user message (Claude
+                    // Code drops an `isCompactSummary` record that is not the one
+                    // after its boundary).
+                    let compaction = claude && m == t.live_from();
+                    let mut parent = last_uuid.clone();
+                    if compaction {
+                        let links = rewrite::BoundaryLinks {
+                            parent: None,
+                            logical: last_uuid.clone(),
+                            uuid: rewrite::uuid(
+                                summary,
+                                &["compact_boundary", &span.start.to_string()],
+                            ),
+                            anchor: rewrite::uuid(
+                                summary,
+                                &["summary line", &span.start.to_string()],
+                            ),
+                            preserved: None,
+                        };
+                        parent = Some(links.uuid.clone());
+                        boundary = Some((out.len(), links, t.live_tokens(), body.to_owned()));
+                    }
+                    let line = summary_line(
+                        t.format, body, summary, *tokens, &parent, span.start, compaction,
+                    )
+                    .map_err(|detail| EditError::Message { message: m, detail })?;
                     forget(claude, body, &last_uuid, &mut relink);
                     emit(&mut out, claude, &line, &mut last_uuid, &relink);
+                    if compaction {
+                        segment_from = Some(out.len());
+                    }
                     if claude {
                         // The summary line's own uuid follows the dropped line's.
                         if let Ok(chain) = serde_json::from_str::<Chain<'_>>(body) {
@@ -925,6 +961,15 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                 }
             }
         }
+    }
+    if let Some((at, mut links, tokens, neighbour)) = boundary {
+        links.preserved = segment_from.and_then(|from| rewrite::first_and_last_uuid(&out[from..]));
+        let mut line = rewrite::claude_code_boundary(links, tokens, &neighbour).to_string();
+        line.push('\n');
+        out.insert_str(at, &line);
+    }
+    if claude {
+        rewrite::refresh_preserved_segment(&mut out);
     }
     if !input.ends_with('\n') && out.ends_with('\n') && !input.is_empty() {
         out.pop();
@@ -982,7 +1027,9 @@ fn forget(
     }
 }
 
-/// The summary line written in place of the line `first` (the first of its run).
+/// The summary line written in place of the line `first` (the first of its run):
+/// for Claude Code, an `isCompactSummary` record when it is the summary of a
+/// `compaction` (after its boundary), else an ordinary user record.
 fn summary_line(
     format: Format,
     first: &str,
@@ -990,11 +1037,16 @@ fn summary_line(
     tokens: u64,
     parent: &Option<String>,
     at: usize,
+    compaction: bool,
 ) -> Result<String, String> {
     let mut value: serde_json::Value =
         serde_json::from_str(&rewrite::summary_message(format, text, tokens))
             .map_err(|e| format!("summary: {e}"))?;
     if let serde_json::Value::Object(map) = &mut value {
+        if format == Format::ClaudeCode && !compaction {
+            map.remove("isCompactSummary");
+            map.remove("isVisibleInTranscriptOnly");
+        }
         for (k, v) in rewrite::context(format, first) {
             map.entry(k).or_insert(v);
         }
