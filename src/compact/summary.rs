@@ -221,10 +221,12 @@ impl Unit {
     /// `CALL_ID TOOL ARGUMENTS => FIRST LINE OF RESULT`. The result's line is prefixed
     /// with `error: ` or `aborted: ` for those statuses; a unit without a tool name
     /// shows `?`, lost arguments `(arguments lost)`, no result `(no result)`.
-    /// Arguments are written verbatim, except that arguments holding a line break
-    /// followed by `- ` (a patch, say) are written as a JSON string literal, so that
-    /// every ledger item starts a line of its own and [`SummaryParts::parse`] reads
-    /// the ledger back. **O(len)**.
+    /// Arguments are written verbatim, except that arguments that would not read back
+    /// as themselves (holding a line break followed by `- `, as a patch does, or
+    /// ` => `, as code does, or starting with `"`) are written as a JSON string
+    /// literal; an ok result whose first line starts like a status (`error: `…) is
+    /// prefixed `ok: `. So [`SummaryParts::parse`] reads every unit back exactly as
+    /// it was: a ledger is carried forward verbatim, pass after pass. **O(len)**.
     pub fn ledger_line(&self) -> String {
         self.to_string()
     }
@@ -245,16 +247,93 @@ impl fmt::Display for Unit {
             self.tool.as_deref().unwrap_or("?")
         )?;
         match self.arguments.as_deref() {
-            None => f.write_str("(arguments lost)")?,
-            Some(a) if a.contains(ITEM) => write_json_string(f, a)?,
+            None => f.write_str(LOST)?,
+            Some(a) if needs_quoting(a) => write_json_string(f, a)?,
             Some(a) => f.write_str(a)?,
         }
-        write!(
-            f,
-            " => {status}{}",
-            self.first_line.as_deref().unwrap_or("(no result)")
-        )
+        let first = self.first_line.as_deref();
+        // An ok result whose line would read as a status or as no result says so.
+        let status = match (status, first) {
+            ("", Some(l)) if self.status.is_some() && reads_as_status(l) => "ok: ",
+            (s, _) => s,
+        };
+        write!(f, " => {status}{}", first.unwrap_or(NO_RESULT))
     }
+}
+
+/// What a unit whose arguments were lost writes in their place.
+const LOST: &str = "(arguments lost)";
+
+/// What a unit without a result writes in its place.
+const NO_RESULT: &str = "(no result)";
+
+/// Whether arguments are written as a JSON string literal: when written as they are
+/// they would not read back as themselves (a line break followed by `- ` would start
+/// a new item, ` => ` would end them early, a leading `"` would read as a literal, or
+/// they would read as lost). **O(len)**.
+fn needs_quoting(a: &str) -> bool {
+    a.contains(ITEM) || a.contains(" => ") || a.starts_with('"') || a == LOST
+}
+
+/// Whether a result's first line, written after ` => `, would read as a status
+/// prefix or as no result. **O(1)**.
+fn reads_as_status(line: &str) -> bool {
+    ["ok: ", "error: ", "aborted: "]
+        .iter()
+        .any(|p| line.starts_with(p))
+        || line == NO_RESULT
+}
+
+/// Reads the JSON string literal at the start of `s`: its value and the rest of `s`
+/// after it; `None` if `s` does not start with a well-formed one. **O(len)**.
+fn read_json_string(s: &str) -> Option<(String, &str)> {
+    let mut chars = s.strip_prefix('"')?.char_indices();
+    let mut out = String::new();
+    let body = &s[1..];
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => {
+                let (_, e) = chars.next()?;
+                match e {
+                    '"' => out.push('"'),
+                    '\\' => out.push('\\'),
+                    '/' => out.push('/'),
+                    'n' => out.push('\n'),
+                    'r' => out.push('\r'),
+                    't' => out.push('\t'),
+                    'b' => out.push('\u{8}'),
+                    'f' => out.push('\u{c}'),
+                    'u' => {
+                        let hex = |chars: &mut std::str::CharIndices<'_>| {
+                            let mut v = 0u32;
+                            for _ in 0..4 {
+                                v = v * 16 + chars.next()?.1.to_digit(16)?;
+                            }
+                            Some(v)
+                        };
+                        let hi = hex(&mut chars)?;
+                        let code = if (0xd800..0xdc00).contains(&hi) {
+                            if chars.next()?.1 != '\\' || chars.next()?.1 != 'u' {
+                                return None;
+                            }
+                            let lo = hex(&mut chars)?;
+                            if !(0xdc00..0xe000).contains(&lo) {
+                                return None;
+                            }
+                            0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
+                        } else {
+                            hi
+                        };
+                        out.push(char::from_u32(code)?);
+                    }
+                    _ => return None,
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 /// `s` as a JSON string literal. **O(len)**.
@@ -381,12 +460,20 @@ fn items(text: &str) -> Option<impl Iterator<Item = &str>> {
 fn parse_unit(line: &str) -> Option<Unit> {
     let (id, rest) = line.split_once(' ')?;
     let (tool, rest) = rest.split_once(' ')?;
-    let (arguments, result) = rest.split_once(" => ")?;
+    let (arguments, result) = if rest.starts_with('"') {
+        let (a, after) = read_json_string(rest)?;
+        (Some(a), after.strip_prefix(" => ")?)
+    } else {
+        let (a, result) = rest.split_once(" => ")?;
+        ((a != LOST).then(|| a.to_owned()), result)
+    };
     let (status, first) = if let Some(r) = result.strip_prefix("error: ") {
         (Some(ResultStatus::Error), Some(r))
     } else if let Some(r) = result.strip_prefix("aborted: ") {
         (Some(ResultStatus::Aborted), Some(r))
-    } else if result == "(no result)" {
+    } else if let Some(r) = result.strip_prefix("ok: ") {
+        (Some(ResultStatus::Ok), Some(r))
+    } else if result == NO_RESULT {
         (None, None)
     } else {
         (Some(ResultStatus::Ok), Some(result))
@@ -394,7 +481,7 @@ fn parse_unit(line: &str) -> Option<Unit> {
     Some(Unit {
         call_id: CallId::from(id),
         tool: (tool != "?").then(|| tool.to_owned()),
-        arguments: (arguments != "(arguments lost)").then(|| arguments.to_owned()),
+        arguments,
         status,
         first_line: first.map(str::to_owned),
     })
