@@ -261,7 +261,7 @@ impl Source {
     }
 
     /// The whole input's bytes; empty for a stream (whose format was named).
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match &self.body {
             Body::Whole(bytes) => bytes,
             Body::Stream(_) => &[],

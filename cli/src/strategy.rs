@@ -125,14 +125,25 @@ pub(crate) fn run(
         );
     }
     if format == Format::Records {
+        // A log within its budget is printed as it came (byte for byte), not as the
+        // records writer would spell it: a copy of the input kept for that case.
+        let original = source.bytes().to_vec();
         let mut log = match source.log(input) {
             Ok(log) => log,
             Err(message) => return exit::bad_input(&message),
         };
         let pipeline = args.settings().pipeline(choice, keep_head);
-        let report = pipeline.run_with(&mut log, &mut progress, &mut prose);
+        let report = pipeline.run_to_budget(&mut log, &mut progress, &mut prose);
+        // Nothing edited (within budget, or no stage could act): the input as it came.
+        let edited = report.ran().any(|r| !r.edits.is_empty());
+        let unchanged = !edited && !original.is_empty();
         return finish(args, &report, || {
             let mut out = BufWriter::new(io::stdout().lock());
+            if unchanged {
+                let _ = out.write_all(&original);
+                let _ = out.flush();
+                return;
+            }
             for entry in log.entries() {
                 if write_entry(&mut out, entry).is_err() {
                     return;
@@ -169,6 +180,28 @@ pub(crate) fn run(
 /// Prints the report (JSON lines with `--report`, one line otherwise) and the log,
 /// and picks the exit status: 3, with nothing on stdout, when the budget is not met.
 fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) -> ExitCode {
+    if report.was_within_budget() {
+        if args.report {
+            eprintln!(
+                "{}",
+                json!({
+                    "outcome": "within-budget",
+                    "budget": report.budget,
+                    "tokens_before": report.tokens_before,
+                    "tokens_after": report.tokens_after,
+                    "met_budget": true,
+                })
+            );
+        } else {
+            eprintln!(
+                "cutpoint: within budget already ({} <= {} tokens): the log is unchanged",
+                report.tokens_before,
+                report.budget.unwrap_or(0)
+            );
+        }
+        print();
+        return ExitCode::SUCCESS;
+    }
     if args.report {
         let mut err = io::stderr().lock();
         for step in &report.steps {

@@ -303,7 +303,7 @@ fn run_records(
     let pipeline = opts.pipeline(choice, opts.keep_head, counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
-    let report = pipeline.run_with(&mut log, &mut Progress::new(), &mut prose);
+    let report = pipeline.run_to_budget(&mut log, &mut Progress::new(), &mut prose);
     let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
     let mut ran = Ran {
         text: None,

@@ -296,6 +296,23 @@ pub struct PipelineReport {
 }
 
 impl PipelineReport {
+    /// The report of a run that found the log within `budget` already (`tokens`
+    /// tokens): no steps, nothing changed. **O(1)**.
+    pub fn within_budget(tokens: u64, budget: Option<u64>) -> Self {
+        PipelineReport {
+            steps: Vec::new(),
+            tokens_before: tokens,
+            tokens_after: tokens,
+            budget,
+        }
+    }
+
+    /// Whether nothing ran because the log met the budget before the run (see
+    /// [`Pipeline::run_to_budget`]). **O(1)**.
+    pub fn was_within_budget(&self) -> bool {
+        self.steps.is_empty() && self.budget.is_some_and(|b| self.tokens_before <= b)
+    }
+
     /// Whether the log is within the budget (always, without one). **O(1)**.
     pub fn met_budget(&self) -> bool {
         self.budget.is_none_or(|b| self.tokens_after <= b)
@@ -426,6 +443,25 @@ impl Pipeline {
             steps.push(step);
         }
         self.report(steps, tokens_before, log)
+    }
+
+    /// Brings `log` within the budget: when it is within it already, nothing runs and the log is left exactly as it was,
+    /// with a report of no steps; otherwise [`run_with`](Pipeline::run_with). This is
+    /// what `cutpoint compact --strategy` and the Python binding run, and what makes a
+    /// compaction a fixed point: running it on its own output (which meets the
+    /// budget) changes nothing. Without a budget it is `run_with`. Costs **O(1)** for
+    /// a log within budget, else what `run_with` costs.
+    pub fn run_to_budget(
+        &self,
+        log: &mut Log,
+        progress: &mut Progress,
+        summarizer: &mut dyn Summarizer,
+    ) -> PipelineReport {
+        let tokens = log.tracker().total_tokens();
+        if self.budget.is_some_and(|b| tokens <= b) {
+            return PipelineReport::within_budget(tokens, self.budget);
+        }
+        self.run_with(log, progress, summarizer)
     }
 
     /// As [`run_with`](Pipeline::run_with), awaiting an asynchronous summarizer for
