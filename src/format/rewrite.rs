@@ -461,8 +461,10 @@ fn write(
             }
             if t.format == Format::ClaudeCode {
                 let chain = Chain::new(t, input, head, prefix_end..retained);
-                chain.write(&mut out, &summary, region_tokens, neighbour);
+                let preserved = first_and_last_uuid(&input[retained..]);
+                chain.write(&mut out, &summary, region_tokens, neighbour, preserved);
                 chain.retained(&mut out, &input[retained..]);
+                refresh_preserved_segment(&mut out);
             } else {
                 out.push_str(&summary);
                 out.push('\n');
@@ -580,23 +582,25 @@ impl Chain {
 
     /// The boundary and summary lines, `summary` being the summary record without its
     /// links.
-    fn write(&self, out: &mut String, summary: &str, tokens: u64, neighbour: &str) {
-        let mut boundary = json!({
-            "parentUuid": self.head,
-            "logicalParentUuid": self.logical,
-            "type": "system",
-            "subtype": "compact_boundary",
-            "content": "Conversation compacted",
-            "isMeta": false,
-            "level": "info",
-            "uuid": self.boundary,
-            "compactMetadata": {"trigger": "manual", "preTokens": tokens},
-        });
-        if let Value::Object(map) = &mut boundary {
-            for (k, v) in context(Format::ClaudeCode, neighbour) {
-                map.entry(k).or_insert(v);
-            }
-        }
+    fn write(
+        &self,
+        out: &mut String,
+        summary: &str,
+        tokens: u64,
+        neighbour: &str,
+        preserved: Option<(String, String)>,
+    ) {
+        let boundary = claude_code_boundary(
+            BoundaryLinks {
+                parent: self.head.clone(),
+                logical: self.logical.clone(),
+                uuid: self.boundary.clone(),
+                anchor: self.summary.clone(),
+                preserved,
+            },
+            tokens,
+            neighbour,
+        );
         out.push_str(&boundary.to_string());
         out.push('\n');
         let mut record: Value =
@@ -639,6 +643,122 @@ impl Chain {
         }
         out.push_str(&text[copied..]);
     }
+}
+
+/// The links of a Claude Code `compact_boundary` line.
+pub(crate) struct BoundaryLinks {
+    /// Its `parentUuid`: `None` (a new history), or the last line of a pinned head.
+    pub(crate) parent: Option<String>,
+    /// Its `logicalParentUuid`: the last line before it.
+    pub(crate) logical: Option<String>,
+    /// Its own `uuid`.
+    pub(crate) uuid: String,
+    /// The summary line after it (the kept segment's anchor).
+    pub(crate) anchor: String,
+    /// The first and last line of the kept segment, if one is kept.
+    pub(crate) preserved: Option<(String, String)>,
+}
+
+/// A `compact_boundary` line as Claude Code writes its own: `compactMetadata` with the
+/// trigger, the tokens before, and, when a tail is kept, the `preservedSegment`
+/// (`headUuid`, `anchorUuid` the summary, `tailUuid`) that Claude Code relinks on load
+/// (zeroing the kept lines' stale usage), with the context fields of `neighbour`. The
+/// one writer of a boundary, for `--target` rewrites and strategies alike. **O(len)**
+/// of `neighbour`.
+pub(crate) fn claude_code_boundary(links: BoundaryLinks, tokens: u64, neighbour: &str) -> Value {
+    let mut metadata = json!({"trigger": "manual", "preTokens": tokens});
+    if let (Some((head, tail)), Value::Object(map)) = (&links.preserved, &mut metadata) {
+        map.insert(
+            "preservedSegment".to_owned(),
+            json!({"headUuid": head, "anchorUuid": links.anchor, "tailUuid": tail}),
+        );
+    }
+    let mut boundary = json!({
+        "parentUuid": links.parent,
+        "logicalParentUuid": links.logical,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "isMeta": false,
+        "level": "info",
+        "uuid": links.uuid,
+        "compactMetadata": metadata,
+    });
+    if let Value::Object(map) = &mut boundary {
+        for (k, v) in context(Format::ClaudeCode, neighbour) {
+            map.entry(k).or_insert(v);
+        }
+    }
+    boundary
+}
+
+/// The first and the last `uuid` of the lines of `text`, if any. **O(len)**.
+pub(crate) fn first_and_last_uuid(text: &str) -> Option<(String, String)> {
+    let mut first = None;
+    let mut last = None;
+    for (_, span) in lines(text) {
+        let Ok(links) = serde_json::from_str::<Links<'_>>(&text[span]) else {
+            continue;
+        };
+        if let Some(u) = opt_str(&links.uuid) {
+            if first.is_none() {
+                first = Some(u.to_owned());
+            }
+            last = Some(u.to_owned());
+        }
+    }
+    Some((first?, last?))
+}
+
+/// Keeps the `preservedSegment` of the last `compact_boundary` line of a Claude Code
+/// file true to the file: when a later compaction removed the segment's head (it
+/// summarized lines after an earlier compaction's summary), the head becomes the
+/// first line after the anchor and the tail the last line with a uuid, so that Claude
+/// Code relinks what is there. A boundary without a segment, or whose head is still
+/// there, is left byte for byte. **O(len)**.
+pub(crate) fn refresh_preserved_segment(out: &mut String) {
+    let mut last: Option<Range<usize>> = None;
+    let mut present: HashSet<String> = HashSet::new();
+    for (_, span) in lines(out) {
+        let line = &out[span.clone()];
+        if line.contains("\"compact_boundary\"") && line.contains("\"preservedSegment\"") {
+            last = Some(span.clone());
+        }
+        if let Ok(links) = serde_json::from_str::<Links<'_>>(line) {
+            if let Some(u) = opt_str(&links.uuid) {
+                present.insert(u.to_owned());
+            }
+        }
+    }
+    let Some(span) = last else {
+        return;
+    };
+    let Ok(mut boundary) = serde_json::from_str::<Value>(&out[span.clone()]) else {
+        return;
+    };
+    let segment = &boundary["compactMetadata"]["preservedSegment"];
+    let (Some(head), Some(anchor)) = (segment["headUuid"].as_str(), segment["anchorUuid"].as_str())
+    else {
+        return;
+    };
+    if present.contains(head) {
+        return;
+    }
+    // The lines after the anchor's line.
+    let rest = &out[span.end..];
+    let after_anchor = lines(rest).find_map(|(_, s)| {
+        let links = serde_json::from_str::<Links<'_>>(&rest[s.clone()]).ok()?;
+        (opt_str(&links.uuid) == Some(anchor)).then_some(s.end)
+    });
+    let Some(from) = after_anchor else {
+        return;
+    };
+    let Some((head, tail)) = first_and_last_uuid(&rest[from..]) else {
+        return;
+    };
+    boundary["compactMetadata"]["preservedSegment"] =
+        json!({"headUuid": head, "anchorUuid": anchor, "tailUuid": tail});
+    out.replace_range(span, &boundary.to_string());
 }
 
 /// A compaction written back in the transcript's format.
