@@ -18,6 +18,7 @@ mod liveness;
 mod model;
 mod native_cut;
 mod native_records;
+mod one_path;
 mod policy;
 mod policy_plan;
 mod reasoning_strategies;
