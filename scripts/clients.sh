@@ -16,7 +16,9 @@ python=${PYTHON:-python3}
 for tool in node npm "$python" cargo; do
   command -v "$tool" >/dev/null || { echo "clients.sh: $tool is not on PATH (needs Rust, Python and Node.js with npm)" >&2; exit 2; }
 done
-echo "== cargo build --release -p cutpoint-cli"
+echo "== the request checkers fail on what they exist to catch (tests/clients/test_checks.py)"
+PYTHONDONTWRITEBYTECODE=1 "$python" -m unittest discover -s tests/clients -p 'test_*.py'
+echo; echo "== cargo build --release -p cutpoint-cli"
 cargo build --release -p cutpoint-cli
 echo; echo "== tests/clients/harness.py ($((SECONDS - start))s; node $(node --version), npm $(npm --version))"
 "$python" tests/clients/harness.py --cutpoint "$target/release/cutpoint" \
