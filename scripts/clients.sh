@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The real-client tests (docs/clients.md): installs the pinned Claude Code, Codex and
+# Gemini CLI from npm into target/clients/ (one `npm install`, reused while the versions
+# match), builds the cutpoint CLI (release), and runs tests/clients/harness.py: every real
+# Claude Code, Codex and Gemini CLI fixture, every route, resumed by its client against a
+# loopback stand-in for the provider API. Rewrites docs/clients.md's results table.
+# Needs a Rust toolchain, Python 3.9+ and Node.js with npm (the npm registry reachable).
+# Exits non-zero on any unexpected failure, on a known failure that now passes, and when a
+# client cannot be installed. Arguments go to the harness (e.g. --only codex__, --keep).
+# CLIENTS_JOBS (default 2) sets how many clients run at once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$SECONDS
+target=${CARGO_TARGET_DIR:-target}
+python=${PYTHON:-python3}
+for tool in node npm "$python" cargo; do
+  command -v "$tool" >/dev/null || { echo "clients.sh: $tool is not on PATH (needs Rust, Python and Node.js with npm)" >&2; exit 2; }
+done
+echo "== the request checkers fail on what they exist to catch (tests/clients/test_checks.py)"
+PYTHONDONTWRITEBYTECODE=1 "$python" -m unittest discover -s tests/clients -p 'test_*.py'
+echo; echo "== cargo build --release -p cutpoint-cli"
+cargo build --release -p cutpoint-cli
+echo; echo "== tests/clients/harness.py ($((SECONDS - start))s; node $(node --version), npm $(npm --version))"
+"$python" tests/clients/harness.py --cutpoint "$target/release/cutpoint" \
+  --clients-dir "${CLIENTS_DIR:-$target/clients}" --jobs "${CLIENTS_JOBS:-2}" "$@"
+echo; echo "clients.sh passed in $((SECONDS - start))s"
