@@ -67,18 +67,12 @@ CLIENT_TIMEOUT = 180
 
 # Known failures: (fixture, route) -> (check that fails, what the client sent). Strict: each must
 # still fail exactly that check. Fix the writer, then delete the entry.
-TRAILING = "codex__localpush__rollout-13-19-38-trailing-call.jsonl"
 EC = "claude-code__entireio-cli__ec-38b74f08e3-3-orphan-interrupts.jsonl"
-_EMPTY = ("the summary is a user message whose only input_text is \"\" (the file ends on an open call); "
-          "Codex forwards it as it is, so no summary or ledger reaches the model")
 _EC = ("Claude Code sends 13 messages (81 for the original), from line 191 on: its parentUuid walk from the "
        "leaf stops at the progress record on line 187, whose parent 57304224… is not in the file (the original "
        "has the same dangling parent, on line 206, and Claude Code bridges it there); the cleared results and "
        "edited texts before it never reach the model")
 KNOWN_FAILURES: dict[tuple[str, str], tuple[str, str]] = {
-    (TRAILING, "summarize"): ("summary", _EMPTY),
-    (TRAILING, "pipeline:balanced"): ("summary", _EMPTY),
-    (TRAILING, "pipeline:aggressive"): ("summary", _EMPTY),
     (EC, "pipeline:balanced"): ("summary", _EC),
     (EC, "pipeline:aggressive"): ("summary", _EC),
 }
