@@ -255,6 +255,11 @@ pub struct Message {
     /// The blocks that carry a provider signature on the part itself (a Gemini
     /// `thoughtSignature`), by index, increasing.
     pub signed: Vec<usize>,
+    /// Whether it is a runtime's own note that the user interrupted the turn before
+    /// it (Codex writes a user message whose text starts with `<turn_aborted>`): the
+    /// turn ended there, so a reasoning item right before it has no follower to wait
+    /// for (see `docs/reasoning.md`, "Interrupted turns").
+    pub aborts_turn: bool,
 }
 
 impl Message {
@@ -276,6 +281,7 @@ impl Message {
             blocks,
             bound: false,
             starts_history: false,
+            aborts_turn: false,
         }
     }
 
