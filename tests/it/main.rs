@@ -20,6 +20,7 @@ mod native_cut;
 mod native_records;
 mod policy;
 mod policy_plan;
+mod readers_cases;
 mod reasoning_strategies;
 mod reliability;
 mod reliability_hashing;
