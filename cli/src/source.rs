@@ -83,6 +83,20 @@ pub(crate) fn open(file: Option<&Path>, format: FormatArg) -> Result<Source, Str
         }
         _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
     };
+    let mut reader = reader;
+    // What the stream starts with (one buffer, not consumed): a JSON document or JSON
+    // lines of another kind are named as such, as a whole input would be.
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // The buffer may end inside a character: judge the whole ones before it.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+    };
+    if let Some(e) = format::mismatch(text, Format::Records) {
+        return Err(format!("{name}: {e}"));
+    }
     Ok(Source {
         name,
         body: Body::Stream(reader),

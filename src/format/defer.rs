@@ -10,17 +10,20 @@ use crate::core::error::write_waiting_on;
 use crate::{CallId, Defer, Tracker};
 
 /// The deferral for a walk back that reached no legal cut past the end of the pinned
-/// head, `head` (a legal cut), though `window`'s target lies past it: the cut the
-/// walk found is the head's end itself, which compacts nothing. That is the same
-/// case as a walk that finds no legal cut at all, one message later, and it is told
-/// the same way (defer to the turn boundary), never as an empty success. `None` when
-/// the target lies within the head or searches forward, or the log ends at the head.
-/// **O(log n + k)** for `k` calls waited on.
+/// head, `head` (a legal cut), though `window`'s target lies past it by more than the
+/// lookback: the cut the walk found is the head's end itself (the start of the
+/// record holding the target, when that record alone exceeds the lookback), which
+/// compacts nothing. That is the case of a walk that finds no legal cut at all, one
+/// message later, and it is told the same way (defer to the turn boundary), never as
+/// an empty success. `None` when the head's end lies within the lookback of the
+/// target (nothing to compact, honestly), the search goes forward, or the log ends at
+/// the head. **O(log n + k)** for `k` calls waited on.
 pub fn defer_at_head(tracker: &Tracker, head: usize, window: &Window) -> Option<Defer> {
     let target = window.target_tokens;
     if window.direction == Direction::Forward
         || head >= tracker.len()
-        || target <= tracker.tokens_before(head).unwrap_or(0)
+        || target.saturating_sub(tracker.tokens_before(head).unwrap_or(0))
+            <= window.effective_lookback()
     {
         return None;
     }

@@ -288,9 +288,11 @@ pub(crate) fn is_json_lines(text: &str) -> bool {
 /// Why `text` is plainly not `format`, when it is not: a JSON document named as a
 /// JSON-lines format, JSON lines named as a JSON document, or JSON lines none of
 /// which carries the named format's keys (Copilot CLI logs named as Claude Code).
-/// `None` lets the reader judge (and name the bad line). **O(sample)** when `text`
+/// `None` lets the reader judge (and name the bad line). [`read`](super::read) asks
+/// first; a reader of a stream may ask of its first bytes (a last line cut short is
+/// left to the reader). **O(sample)** when `text`
 /// is of the format (the scan stops at the first line of it), **O(len)** otherwise.
-pub(crate) fn mismatch(text: &str, format: Format) -> Option<FormatError> {
+pub fn mismatch(text: &str, format: Format) -> Option<FormatError> {
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         return None;
@@ -328,6 +330,11 @@ pub(crate) fn mismatch(text: &str, format: Format) -> Option<FormatError> {
                     // A line that is no JSON object: the reader names it.
                     return None;
                 };
+                // A line with a `kind` may be a records line with a bad field: the
+                // records reader names it.
+                if want == LineKind::Records && obj.contains_key("kind") {
+                    return None;
+                }
                 match LineKind::of(&obj) {
                     k if k == want => return None,
                     LineKind::Other => unknown.add(&obj),

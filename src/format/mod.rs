@@ -55,7 +55,7 @@ mod tokens;
 mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
-pub use detect::{detect, is_one_line_document};
+pub use detect::{detect, is_one_line_document, mismatch};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
 pub use rules::{Rule, RuleViolation, check_against, check_rules};
 #[cfg(feature = "tiktoken")]

@@ -109,6 +109,7 @@ fn input_of_another_kind_is_named_as_such() {
         "transcripts",
         "openai-chat__tau-bench__gpt-4o-airline-traj173.json",
     );
+    let list = fixture("transcripts", "openhands__wrong_initial_state.json");
     let claude = fixture(
         "transcripts",
         "claude-code__claude-reliability__coverage-test-fix.jsonl",
@@ -132,8 +133,18 @@ fn input_of_another_kind_is_named_as_such() {
         ),
         (&copilot, Format::Records, "a format cutpoint does not read"),
         (&copilot, Format::GeminiCli, "not one JSON document"),
-        (&array, Format::ClaudeCode, "a JSON array"),
-        (&array, Format::Records, "a JSON array"),
+        (
+            &array,
+            Format::ClaudeCode,
+            "one JSON document, not JSON lines",
+        ),
+        (&array, Format::Records, "one JSON document, not JSON lines"),
+        (&list, Format::ClaudeCode, "a JSON array, one JSON document"),
+        (
+            &list,
+            Format::CodexRollout,
+            "a JSON array, one JSON document",
+        ),
         (&claude, Format::CodexRollout, "claude-code lines"),
         (&claude, Format::AnthropicMessages, "claude-code lines"),
     ] {

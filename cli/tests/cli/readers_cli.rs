@@ -75,11 +75,15 @@ fn an_unknown_json_lines_kind_gets_the_same_answer_from_every_subcommand() {
 fn a_format_named_for_a_file_of_another_kind_says_so() {
     let copilot = readers(COPILOT);
     let array = transcripts("openai-chat__tau-bench__gpt-4o-airline-traj173.json");
+    // A JSON array (OpenHands events), once `EOF while parsing a list`.
+    let list = transcripts("openhands__wrong_initial_state.json");
     let claude = transcripts("claude-code__claude-reliability__coverage-test-fix.jsonl");
     let cases = [
         ("claude-code", copilot.clone()),
         ("codex", copilot.clone()),
         ("claude-code", array.clone()),
+        ("claude-code", list.clone()),
+        ("records", list.clone()),
         ("codex", array.clone()),
         ("codex", claude.clone()),
         ("anthropic", claude.clone()),
