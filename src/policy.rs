@@ -185,15 +185,7 @@ impl fmt::Display for Wait {
             WaitReason::RecordOpen { at } => write!(f, "record {at} still streaming")?,
             WaitReason::NothingAfterHead => f.write_str("nothing after the pinned head")?,
         }
-        if !self.waiting_on.is_empty() {
-            f.write_str(", waiting on ")?;
-            for (i, id) in self.waiting_on.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                f.write_str(id)?;
-            }
-        }
+        crate::core::error::write_ids(f, ", waiting on ", &self.waiting_on)?;
         write!(f, "; resumes at the first legal cut >= {}", self.resume_at)
     }
 }

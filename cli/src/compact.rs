@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use cutpoint::compact::{ArgumentPolicy, Direction, PlanError, Window, estimate_summary_tokens};
 use cutpoint::format::records::write_entry;
 use cutpoint::format::rewrite::{self, RewriteError};
-use cutpoint::format::{ByteEstimate, DeferReport, Format};
+use cutpoint::format::{self, ByteEstimate, DeferReport, Format};
 
 use crate::exit;
 use crate::guard::InputOptions;
@@ -138,6 +138,13 @@ fn compact_records(source: Source, args: Args) -> ExitCode {
             return ExitCode::from(exit::DEFER);
         }
     };
+    if plan.region.is_empty() {
+        if let Some(defer) = format::defer_at_head(log.tracker(), plan.region.start, &window) {
+            let report = DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
+            eprintln!("cutpoint: deferred: {report}");
+            return ExitCode::from(exit::DEFER);
+        }
+    }
     let tokens = args
         .summary_tokens
         .unwrap_or_else(|| estimate_summary_tokens(args.summary.as_deref(), &log.units(&plan)));

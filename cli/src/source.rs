@@ -83,6 +83,20 @@ pub(crate) fn open(file: Option<&Path>, format: FormatArg) -> Result<Source, Str
         }
         _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
     };
+    let mut reader = reader;
+    // What the stream starts with (one buffer, not consumed): a JSON document or JSON
+    // lines of another kind are named as such, as a whole input would be.
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let text = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        // The buffer may end inside a character: judge the whole ones before it.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+    };
+    if let Some(e) = format::mismatch(text, Format::Records) {
+        return Err(format!("{name}: {e}"));
+    }
     Ok(Source {
         name,
         body: Body::Stream(reader),
@@ -150,9 +164,11 @@ impl Entries {
 
 impl Source {
     /// The input's format: the one named; for `auto`, the detected one. Input no
-    /// format claims goes to records JSONL (whose reader names the bad line) unless it
-    /// is a JSON document, for which the detection error (listing the formats) is
-    /// returned as `FILE: cannot tell the format ...`.
+    /// format claims is read as records JSONL (whose reader names the bad line) only
+    /// when it may be records: not UTF-8, a line that is no JSON object, or a line with
+    /// a `kind`. Anything else (a JSON document, JSON lines of a kind cutpoint does not
+    /// read) gets the detection error, saying what was seen, as `FILE: cannot tell the
+    /// format ...`: the same answer from every subcommand.
     pub(crate) fn format(&self, arg: FormatArg) -> Result<Format, String> {
         if let Some(f) = arg.0 {
             return Ok(f);
@@ -160,21 +176,13 @@ impl Source {
         let Ok(text) = std::str::from_utf8(self.bytes()) else {
             return Ok(Format::Records);
         };
-        match format::detect(text) {
-            Ok(f) => Ok(f),
-            Err(e) => {
-                let trimmed = text.trim_start();
-                let first_line = trimmed.lines().next().unwrap_or("");
-                let json_lines = serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok()
-                    && first_line.starts_with('{')
-                    && !format::is_one_line_document(text);
-                if !json_lines && (trimmed.starts_with('[') || trimmed.starts_with('{')) {
-                    Err(format!("{}: {e}", self.name))
-                } else {
-                    Ok(Format::Records)
-                }
+        format::detect(text).or_else(|e| {
+            if may_be_records(text) {
+                Ok(Format::Records)
+            } else {
+                Err(format!("{}: {e}", self.name))
             }
-        }
+        })
     }
 
     /// The input as text. Errors read `FILE: not UTF-8 ...`.
@@ -276,6 +284,37 @@ impl Source {
         };
         (self.name, reader)
     }
+}
+
+/// Whether `text`, which no format claims, may still be records JSONL: empty (an
+/// empty log), or some line (of the first few hundred) is no JSON object, or has a
+/// `kind` (a bad line the records reader names). **O(sample)**.
+fn may_be_records(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return true;
+    }
+    let first_line = trimmed.lines().next().unwrap_or("");
+    let first_is_object = first_line.starts_with('{')
+        && serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok();
+    // A JSON document (an array, an object over several lines, a request body on one
+    // line) is never records.
+    if trimmed.starts_with('[')
+        || (trimmed.starts_with('{') && !first_is_object)
+        || format::is_one_line_document(text)
+    {
+        return false;
+    }
+    trimmed
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(200)
+        .any(
+            |line| match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(serde_json::Value::Object(obj)) => obj.contains_key("kind"),
+                _ => true,
+            },
+        )
 }
 
 /// `FILE:LINE: what is wrong` for a records read error.

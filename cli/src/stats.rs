@@ -37,13 +37,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return exit::bad_input(&e),
     };
-    let read = loaded.text().and_then(|text| {
-        let format = match args.format.0 {
-            Some(f) => f,
-            None => format::detect(text).map_err(|e| format!("{}: {e}", loaded.name))?,
-        };
-        loaded.transcript(format, counter.as_ref())
-    });
+    let read = loaded
+        .text()
+        .and_then(|_| loaded.format(args.format))
+        .and_then(|format| loaded.transcript(format, counter.as_ref()));
     let transcript = match read {
         Ok(t) => t,
         Err(e) => return exit::bad_input(&e),

@@ -321,6 +321,12 @@ pub(crate) fn format(py: Python<'_>, e: &FormatError) -> PyErr {
             e.to_string().replace("pass --format", "pass format="),
             &[("line", Fact::None), ("detail", why.as_str().into())],
         ),
+        FormatError::Mismatch { why, .. } => raise(
+            py,
+            "FormatError",
+            e.to_string().replace("pass --format", "pass format="),
+            &[("line", Fact::None), ("detail", why.as_str().into())],
+        ),
         other => raise(py, "FormatError", other.to_string(), &[]),
     }
 }

@@ -136,14 +136,29 @@ impl fmt::Display for Defer {
 
 impl std::error::Error for Defer {}
 
-/// `; waiting on A, B` for the calls a deferral waits for (nothing when there are
-/// none): the one wording every deferral message uses. **O(k)**.
-pub(crate) fn write_waiting_on(f: &mut fmt::Formatter<'_>, ids: &[CallId]) -> fmt::Result {
-    for (i, id) in ids.iter().enumerate() {
-        f.write_str(if i == 0 { "; waiting on " } else { ", " })?;
+/// How many call ids a message lists before it counts the rest ([`write_ids`]).
+pub(crate) const IDS_SHOWN: usize = 10;
+
+/// `ids` joined by `, ` after `lead` (nothing when there are none), the first
+/// [`IDS_SHOWN`] only and then `… and N more`: the one way every message lists call
+/// ids, so a log with hundreds of blocking calls still gets a readable line.
+/// **O(min(k, IDS_SHOWN))**.
+pub(crate) fn write_ids(f: &mut fmt::Formatter<'_>, lead: &str, ids: &[CallId]) -> fmt::Result {
+    for (i, id) in ids.iter().take(IDS_SHOWN).enumerate() {
+        f.write_str(if i == 0 { lead } else { ", " })?;
         f.write_str(id)?;
     }
+    if ids.len() > IDS_SHOWN {
+        write!(f, " \u{2026} and {} more", ids.len() - IDS_SHOWN)?;
+    }
     Ok(())
+}
+
+/// `; waiting on A, B` for the calls a deferral waits for (nothing when there are
+/// none): the one wording every deferral message uses, capped as [`write_ids`] caps
+/// it. **O(min(k, IDS_SHOWN))**.
+pub(crate) fn write_waiting_on(f: &mut fmt::Formatter<'_>, ids: &[CallId]) -> fmt::Result {
+    write_ids(f, "; waiting on ", ids)
 }
 
 /// A record that breaks pairing, as strict mode refuses it. Positions are record

@@ -14,6 +14,12 @@
 //! Code sends them. Other consecutive records of one role are merged (the API merges
 //! consecutive same-role messages too). Every block keeps the line of its record.
 //!
+//! Claude Code sometimes writes a `tool_result` record before the record holding its
+//! `tool_use`. Such an early result is remembered; when its call comes, the result
+//! (with its record's line) moves into the user message after the call's assistant
+//! message, whatever records sat between, so the pair reads the same with or without
+//! them (a rewrite that drops a thinking line between them reads back paired).
+//!
 //! A `system` record with subtype `compact_boundary` and no `parentUuid` restarts the
 //! history (Claude Code's own compaction); the `isCompactSummary` user record after it
 //! opens the new history and is read as an earlier summary ([`Block::Summary`]). A
@@ -22,7 +28,7 @@
 //! `file-history-snapshot`, `queue-operation` and other records are not messages and
 //! are skipped.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use serde::Deserialize;
@@ -79,6 +85,16 @@ struct Open {
     leading_results: Option<usize>,
 }
 
+/// A result read before any call with its id: where it went, to move it when its
+/// call comes.
+struct Early {
+    /// The message it was put in.
+    at: usize,
+    /// Its record's line and span.
+    line: usize,
+    span: Range<usize>,
+}
+
 /// One conversation of the file (the main one, or a subagent's sidechain).
 #[derive(Default)]
 struct Conversation {
@@ -86,6 +102,10 @@ struct Conversation {
     open: Option<Open>,
     /// A compaction boundary was read and no message came after it yet.
     boundary: bool,
+    /// Every call id read so far (since the last boundary).
+    called: HashSet<CallId>,
+    /// Results read before their call, by call id (since the last boundary).
+    early: HashMap<CallId, Early>,
 }
 
 /// A record's blocks, each with its tokens and the fingerprint of its JSON text.
@@ -126,6 +146,11 @@ impl Conversation {
                 _ => None,
             })
             .collect();
+        self.called.extend(calls.iter().cloned());
+        let early: Vec<Early> = calls
+            .iter()
+            .filter_map(|id| self.early.remove(id))
+            .collect();
         if let (true, Some(open)) = (same, self.open.as_mut()) {
             let m = &mut self.messages[open.at];
             m.spans.push(span);
@@ -134,19 +159,129 @@ impl Conversation {
             }
             open.uuids.extend(rec.uuid.clone());
             open.calls.extend(calls);
+        } else {
+            self.push(Role::Assistant, line, span, blocks);
+            self.open = Some(Open {
+                at: self.messages.len() - 1,
+                id: rec.message_id.clone(),
+                uuids: rec.uuid.iter().cloned().collect(),
+                calls,
+                leading_results: None,
+            });
+        }
+        for e in early {
+            self.answer_early(e);
+        }
+    }
+
+    /// Moves the early result `e` (its call is in the open assistant message) into
+    /// the user message right after that message, after the results already leading
+    /// it. A result already after its call stays. **O(blocks of the two messages)**
+    /// (plus a shift of the messages after `e.at` when its message empties).
+    fn answer_early(&mut self, e: Early) {
+        let Some(open_at) = self.open.as_ref().map(|o| o.at) else {
+            return;
+        };
+        if e.at > open_at {
             return;
         }
-        self.push(Role::Assistant, line, span, blocks);
-        self.open = Some(Open {
-            at: self.messages.len() - 1,
-            id: rec.message_id.clone(),
-            uuids: rec.uuid.iter().cloned().collect(),
-            calls,
-            leading_results: None,
-        });
+        // Take the record's result blocks out of the message it went into.
+        let from = &mut self.messages[e.at];
+        let mut moved = Vec::new();
+        let mut k = 0;
+        while k < from.blocks.len() {
+            if from.block_lines[k] == e.line && matches!(from.blocks[k].0, Block::Result { .. }) {
+                let (block, tokens) = from.blocks.remove(k);
+                from.block_lines.remove(k);
+                let print = from.prints.remove(k);
+                from.signed.retain(|&s| s != k);
+                for s in &mut from.signed {
+                    if *s > k {
+                        *s -= 1;
+                    }
+                }
+                moved.push((block, tokens, print));
+            } else {
+                k += 1;
+            }
+        }
+        if moved.is_empty() {
+            return;
+        }
+        if !from.block_lines.contains(&e.line) {
+            from.spans.retain(|s| *s != e.span);
+        }
+        let mut open_at = open_at;
+        if from.blocks.is_empty() {
+            self.messages.remove(e.at);
+            open_at -= 1;
+            if let Some(o) = self.open.as_mut() {
+                o.at = open_at;
+            }
+            for other in self.early.values_mut() {
+                if other.at > e.at {
+                    other.at -= 1;
+                }
+            }
+        }
+        let after = open_at + 1;
+        let open = self.open.as_mut().expect("the open message was read above");
+        match self
+            .messages
+            .get_mut(after)
+            .filter(|m| m.role == Role::User)
+        {
+            Some(m) => {
+                let leading = open.leading_results.get_or_insert(0);
+                if !m.spans.contains(&e.span) {
+                    m.spans.push(e.span.clone());
+                }
+                for (block, tokens, print) in moved {
+                    m.blocks.insert(*leading, (block, tokens));
+                    m.block_lines.insert(*leading, e.line);
+                    m.prints.insert(*leading, print);
+                    for s in &mut m.signed {
+                        if *s >= *leading {
+                            *s += 1;
+                        }
+                    }
+                    *leading += 1;
+                }
+            }
+            None => {
+                let n = moved.len();
+                self.messages
+                    .insert(after, Message::printed(Role::User, e.line, e.span, moved));
+                open.leading_results = Some(n);
+                for other in self.early.values_mut() {
+                    if other.at >= after {
+                        other.at += 1;
+                    }
+                }
+            }
+        }
     }
 
     fn user(&mut self, line: usize, span: Range<usize>, blocks: Blocks, rec: &Record) {
+        let early: Vec<CallId> = blocks
+            .iter()
+            .filter_map(|(b, _, _)| match b {
+                Block::Result { id, .. } if !self.called.contains(id) => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        self.place_user(line, span.clone(), blocks, rec);
+        let at = self.messages.len() - 1;
+        for id in early {
+            self.early.entry(id).or_insert(Early {
+                at,
+                line,
+                span: span.clone(),
+            });
+        }
+    }
+
+    fn place_user(&mut self, line: usize, span: Range<usize>, blocks: Blocks, rec: &Record) {
         // Does this record answer the open assistant message?
         let answers = self.open.as_ref().is_some_and(|o| {
             rec.source.as_ref().is_some_and(|s| o.uuids.contains(s))
@@ -248,6 +383,8 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 if opt_str(&record.parent).is_none() {
                     conversation.boundary = true;
                     conversation.open = None;
+                    conversation.called.clear();
+                    conversation.early.clear();
                 }
                 continue;
             }

@@ -5,8 +5,41 @@
 use std::fmt;
 
 use super::Transcript;
+use crate::compact::{Direction, Window};
 use crate::core::error::write_waiting_on;
 use crate::{CallId, Defer, Tracker};
+
+/// The deferral for a walk back that reached no legal cut past the end of the pinned
+/// head, `head` (a legal cut), though `window`'s target lies past it by more than the
+/// lookback: the cut the walk found is the head's end itself (the start of the
+/// record holding the target, when that record alone exceeds the lookback), which
+/// compacts nothing. That is the case of a walk that finds no legal cut at all, one
+/// message later, and it is told the same way (defer to the turn boundary), never as
+/// an empty success. `None` when the head's end lies within the lookback of the
+/// target (nothing to compact, honestly), the search goes forward, or the log ends at
+/// the head. **O(log n + k)** for `k` calls waited on.
+pub fn defer_at_head(tracker: &Tracker, head: usize, window: &Window) -> Option<Defer> {
+    let target = window.target_tokens;
+    if window.direction == Direction::Forward
+        || head >= tracker.len()
+        || target.saturating_sub(tracker.tokens_before(head).unwrap_or(0))
+            <= window.effective_lookback()
+    {
+        return None;
+    }
+    let target_index = tracker
+        .first_record_reaching(target)
+        .unwrap_or(tracker.len() - 1);
+    Some(Defer {
+        target_tokens: target,
+        lookback_tokens: window.effective_lookback(),
+        target_index,
+        floor: head,
+        nearest_legal_below: None,
+        nearest_legal_above: tracker.legal_cut_at_or_after(target_index + 1),
+        waiting_on: tracker.pending_before(target_index + 1),
+    })
+}
 
 /// What a position counts.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -75,6 +108,9 @@ pub struct DeferReport {
     /// Whether the search went forward from the target (`compact --forward`) rather
     /// than walking back.
     pub forward: bool,
+    /// Whether the only legal cut the walk reached is the end of the pinned head,
+    /// which compacts nothing ([`defer_at_head`]).
+    pub head_only: bool,
 }
 
 impl DeferReport {
@@ -134,7 +170,16 @@ impl DeferReport {
             }),
             waiting_on: defer.waiting_on.clone(),
             forward: false,
+            head_only: false,
         }
+    }
+
+    /// The same report for a walk that reached only the end of the pinned head
+    /// ([`defer_at_head`]). **O(1)**.
+    #[must_use]
+    pub fn reaching_only_the_head(mut self) -> DeferReport {
+        self.head_only = true;
+        self
     }
 
     /// The same report for a search that went forward from the target
@@ -171,6 +216,10 @@ impl fmt::Display for DeferReport {
                 )
             };
             match self.searched {
+                Some((low, _)) if self.head_only => write!(
+                    f,
+                    "no legal cut past the pinned head: the target of {target} tokens is reached in {holder}, and the only legal cut the walk back reaches is {one} {low}, where the pinned head ends, which compacts nothing"
+                )?,
                 Some((low, high)) if own <= lookback => write!(
                     f,
                     "no legal cut at {many} {low}..={high}: {walk} down to {one} {low}"

@@ -154,38 +154,222 @@ fn is_task_record(v: &Value) -> bool {
     v.get("traj").is_some_and(Value::is_array) && v.get("task_id").is_some()
 }
 
-fn detect_lines(text: &str) -> Result<Format, FormatError> {
-    let (mut records, mut claude, mut codex) = (0, 0, 0);
-    for line in text.lines().filter(|l| !l.trim().is_empty()).take(SAMPLE) {
-        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
+/// Which JSON-lines format one line belongs to, by the keys only that format's lines
+/// carry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LineKind {
+    Records,
+    ClaudeCode,
+    Codex,
+    /// None of cutpoint's: its `type`, if it has one.
+    Other,
+}
+
+impl LineKind {
+    /// The kind of the JSON object `obj`. **O(keys)**.
+    fn of(obj: &serde_json::Map<String, Value>) -> LineKind {
         let kind = obj.get("type").and_then(Value::as_str);
         if obj.contains_key("kind") && obj.contains_key("tokens") {
-            records += 1;
+            LineKind::Records
         } else if obj.contains_key("payload")
             && matches!(
                 kind,
                 Some("session_meta" | "response_item" | "turn_context" | "event_msg" | "compacted")
             )
         {
-            codex += 1;
+            LineKind::Codex
         } else if obj.contains_key("sessionId")
             || obj.contains_key("uuid")
             || (obj.contains_key("message") && matches!(kind, Some("user" | "assistant")))
         {
-            claude += 1;
+            LineKind::ClaudeCode
+        } else {
+            LineKind::Other
+        }
+    }
+
+    /// The JSON-lines kind of `format`, if it is a JSON-lines format. **O(1)**.
+    fn of_format(format: Format) -> Option<LineKind> {
+        match format {
+            Format::Records => Some(LineKind::Records),
+            Format::ClaudeCode => Some(LineKind::ClaudeCode),
+            Format::CodexRollout => Some(LineKind::Codex),
+            _ => None,
+        }
+    }
+}
+
+/// What the lines that belong to no format look like: their `type`s (at most
+/// five), or their keys when they have no `type`.
+#[derive(Default)]
+struct Unknown {
+    lines: usize,
+    types: Vec<String>,
+    keys: Vec<String>,
+}
+
+impl Unknown {
+    fn add(&mut self, obj: &serde_json::Map<String, Value>) {
+        self.lines += 1;
+        match obj.get("type").and_then(Value::as_str) {
+            Some(t) if !self.types.iter().any(|u| u == t) && self.types.len() < 5 => {
+                self.types.push(t.to_owned());
+            }
+            Some(_) => {}
+            None => {
+                for k in obj.keys() {
+                    if !self.keys.iter().any(|u| u == k) && self.keys.len() < 5 {
+                        self.keys.push(k.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// `N lines with `type`s "a", "b"` (or their keys). **O(1)**.
+    fn seen(&self) -> String {
+        let quoted = |v: &[String]| {
+            v.iter()
+                .map(|k| format!("{k:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let lines = match self.lines {
+            1 => "1 line".to_owned(),
+            n => format!("{n} lines"),
+        };
+        if !self.types.is_empty() {
+            format!("{lines} with `type`s {}", quoted(&self.types))
+        } else {
+            format!("{lines} with keys {}", quoted(&self.keys))
+        }
+    }
+}
+
+fn detect_lines(text: &str) -> Result<Format, FormatError> {
+    let (mut records, mut claude, mut codex) = (0, 0, 0);
+    let mut unknown = Unknown::default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()).take(SAMPLE) {
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match LineKind::of(&obj) {
+            LineKind::Records => records += 1,
+            LineKind::ClaudeCode => claude += 1,
+            LineKind::Codex => codex += 1,
+            LineKind::Other => unknown.add(&obj),
         }
     }
     match (records > 0, claude > 0, codex > 0) {
         (true, false, false) => Ok(Format::Records),
         (false, true, false) => Ok(Format::ClaudeCode),
         (false, false, true) => Ok(Format::CodexRollout),
-        (false, false, false) => Err(undetected(
-            "JSON lines, but neither records, Claude Code nor Codex lines",
-        )),
+        (false, false, false) => Err(undetected(&format!(
+            "JSON lines, but neither records, Claude Code nor Codex lines: {} of the first {SAMPLE} seen",
+            unknown.seen()
+        ))),
         _ => Err(undetected("JSON lines of more than one transcript format")),
     }
+}
+
+/// Whether `text` is JSON lines: its first line a complete JSON object on its own,
+/// and not a one-line request body ([`is_one_line_document`]). **O(first line)**
+/// (**O(len)** for a one-line input).
+pub(crate) fn is_json_lines(text: &str) -> bool {
+    let first_line = text.trim_start().lines().next().unwrap_or("");
+    first_line.starts_with('{')
+        && matches!(
+            serde_json::from_str::<Value>(first_line),
+            Ok(Value::Object(_))
+        )
+        && !is_one_line_document(text)
+}
+
+/// Why `text` is plainly not `format`, when it is not: a JSON document named as a
+/// JSON-lines format, JSON lines named as a JSON document, or JSON lines none of
+/// which carries the named format's keys (Copilot CLI logs named as Claude Code).
+/// `None` lets the reader judge (and name the bad line). [`read`](super::read) asks
+/// first; a reader of a stream may ask of its first bytes (a last line cut short is
+/// left to the reader). **O(sample)** when `text`
+/// is of the format (the scan stops at the first line of it), **O(len)** otherwise.
+pub fn mismatch(text: &str, format: Format) -> Option<FormatError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let lines = is_json_lines(text);
+    let why = match LineKind::of_format(format) {
+        None if lines => format!(
+            "JSON lines ({}), not one JSON document",
+            match detect_lines(trimmed) {
+                Ok(f) => format!("{f} lines"),
+                Err(_) => "of no format cutpoint reads".to_owned(),
+            }
+        ),
+        None => return None,
+        Some(_) if !lines => {
+            let document = trimmed.starts_with('[')
+                || is_one_line_document(text)
+                || (trimmed.starts_with('{')
+                    && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok());
+            if !document {
+                return None;
+            }
+            let shape = if trimmed.starts_with('[') {
+                "a JSON array"
+            } else {
+                "a JSON object"
+            };
+            format!("{shape}, one JSON document, not JSON lines")
+        }
+        Some(want) => {
+            let mut unknown = Unknown::default();
+            let mut others: Vec<Format> = Vec::new();
+            for line in trimmed.lines().filter(|l| !l.trim().is_empty()) {
+                let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+                    // A line that is no JSON object: the reader names it.
+                    return None;
+                };
+                // A line with a `kind` may be a records line with a bad field: the
+                // records reader names it.
+                if want == LineKind::Records && obj.contains_key("kind") {
+                    return None;
+                }
+                match LineKind::of(&obj) {
+                    k if k == want => return None,
+                    LineKind::Other => unknown.add(&obj),
+                    LineKind::Records => others.push(Format::Records),
+                    LineKind::ClaudeCode => others.push(Format::ClaudeCode),
+                    LineKind::Codex => others.push(Format::CodexRollout),
+                }
+            }
+            others.sort_by_key(|f| f.name());
+            others.dedup();
+            match (others.is_empty(), unknown.lines) {
+                (false, _) => format!(
+                    "no line of it is a {format} line; it holds {} lines",
+                    others
+                        .iter()
+                        .map(|f| f.name())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+                (true, 0) => return None,
+                (true, _) => format!(
+                    "no line of it is a {format} line: {}, a format cutpoint does not read",
+                    unknown.seen()
+                ),
+            }
+        }
+    };
+    let hint = match detect(text) {
+        Ok(f) => format!("; it reads as {f}: pass --format {f} (or auto)"),
+        Err(_) => String::new(),
+    };
+    Some(FormatError::Mismatch {
+        format,
+        why: format!("{why}{hint}"),
+    })
 }
 
 #[derive(Default)]

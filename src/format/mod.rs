@@ -54,8 +54,8 @@ mod sse;
 mod tokens;
 mod usage;
 
-pub use defer::{DeferReport, IndexSpace, NearCut};
-pub use detect::{detect, is_one_line_document};
+pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
+pub use detect::{detect, is_one_line_document, mismatch};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
 pub use rules::{Rule, RuleViolation, check_against, check_rules};
 #[cfg(feature = "tiktoken")]
@@ -255,6 +255,11 @@ pub struct Message {
     /// The blocks that carry a provider signature on the part itself (a Gemini
     /// `thoughtSignature`), by index, increasing.
     pub signed: Vec<usize>,
+    /// Whether it is a runtime's own note that the user interrupted the turn before
+    /// it (Codex writes a user message whose text starts with `<turn_aborted>`): the
+    /// turn ended there, so a reasoning item right before it has no follower to wait
+    /// for (see `docs/reasoning.md`, "Interrupted turns").
+    pub aborts_turn: bool,
 }
 
 impl Message {
@@ -276,6 +281,7 @@ impl Message {
             blocks,
             bound: false,
             starts_history: false,
+            aborts_turn: false,
         }
     }
 
@@ -413,6 +419,15 @@ pub enum FormatError {
         /// What was seen.
         why: String,
     },
+    /// The input is plainly not the format it was read as (a JSON document read as
+    /// JSON lines, JSON lines of another kind): what it is instead.
+    #[error("not {format} input: {why}")]
+    Mismatch {
+        /// The format it was read as.
+        format: Format,
+        /// What it is instead, and the format it reads as when one fits.
+        why: String,
+    },
 }
 
 fn format_list() -> String {
@@ -422,12 +437,18 @@ fn format_list() -> String {
 /// Reads `text` as `format`, estimating tokens with `counter`. **O(len)**: one parse.
 ///
 /// # Errors
-/// [`FormatError::Invalid`] naming the line and what is wrong.
+/// [`FormatError::Invalid`] naming the line and what is wrong;
+/// [`FormatError::Mismatch`] when the input is plainly of another kind (a JSON
+/// document read as JSON lines, or the reverse, or JSON lines none of which is of
+/// `format`), saying what it is.
 pub fn read(
     text: &str,
     format: Format,
     counter: &dyn TokenCounter,
 ) -> Result<Transcript, FormatError> {
+    if let Some(e) = detect::mismatch(text, format) {
+        return Err(e);
+    }
     let mut continues_previous_response = false;
     let (messages, array_span) = match format {
         Format::Records => (records::transcript::read(text)?, None),

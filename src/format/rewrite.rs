@@ -815,7 +815,15 @@ pub fn compact(
         other => RewriteError::Plan(other),
     })?;
     if plan.region.is_empty() {
-        return Ok(None);
+        // A target past the head that the walk back answers with the head's end
+        // itself defers, as it does one message later (issue 24).
+        let tracker = planner.log.tracker();
+        return match super::defer_at_head(tracker, plan.region.start, &window) {
+            Some(defer) => Err(RewriteError::Deferred(Box::new(
+                DeferReport::messages(&defer, tracker, t, &planner.owner).reaching_only_the_head(),
+            ))),
+            None => Ok(None),
+        };
     }
     let head = t.message_at(&planner.owner, plan.region.start);
     let cut = t.message_at(&planner.owner, plan.region.end);

@@ -21,6 +21,7 @@ mod native_records;
 mod one_path;
 mod policy;
 mod policy_plan;
+mod readers_cases;
 mod reasoning_strategies;
 mod reliability;
 mod reliability_hashing;

@@ -8,6 +8,7 @@ mod common;
 mod compact_cli;
 mod native_cli;
 mod native_records_cli;
+mod readers_cli;
 mod reliability_cli;
 mod sessions_cli;
 mod strategy_cli;

@@ -427,11 +427,7 @@ impl fmt::Display for Blocked {
             ),
             Blocked::PendingCalls { waiting_on } => {
                 f.write_str("calls in flight keep every cut past the head illegal")?;
-                for (i, id) in waiting_on.iter().enumerate() {
-                    f.write_str(if i == 0 { ": " } else { ", " })?;
-                    f.write_str(id)?;
-                }
-                Ok(())
+                crate::core::error::write_ids(f, ": ", waiting_on)
             }
             Blocked::NothingEligible => f.write_str("nothing eligible"),
             Blocked::BelowClearAtLeast {

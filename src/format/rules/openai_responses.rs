@@ -1,6 +1,9 @@
 //! OpenAI Responses rules (Codex too): calls and outputs paired by `call_id` across
 //! the input, and a `reasoning` item bound to the item after it (one the model
-//! produced: an output, an input message or another reasoning item is no follower).
+//! produced: an output, an input message or another reasoning item is no follower),
+//! except where the turn was interrupted: a reasoning item right before Codex's
+//! `<turn_aborted>` note ([`Message::aborts_turn`](crate::format::Message::aborts_turn))
+//! ended with its turn, and the session goes on from the next user message.
 
 use std::collections::HashSet;
 
@@ -44,7 +47,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
         let Some(next) = seg.get(i + 1) else {
             continue;
         };
-        if !next.follows_reasoning() {
+        if !next.follows_reasoning() && !next.aborts_turn {
             out.push(
                 seg.violation(
                     Rule::ResponsesReasoningWithoutFollower,

@@ -1,0 +1,167 @@
+//! Issue 24's reader cases through the library (the CLI's side is in
+//! `cli/tests/cli/readers_cli.rs`): interrupted Codex turns, a Claude Code result
+//! written before the line of its call, and what `format::read` says of input of
+//! another kind. Fixtures in `tests/fixtures/readers` (see SOURCES.md there).
+
+#![cfg(feature = "formats")]
+
+use std::path::PathBuf;
+
+use cutpoint::format::{self, Block, ByteEstimate, Format, FormatError, Rule, Transcript};
+
+fn fixture(dir: &str, name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures", dir, name]
+        .iter()
+        .collect();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn read(text: &str, format: Format) -> Transcript {
+    format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const ABORTED: &str = "codex-turn-aborted.jsonl";
+const RESULT_FIRST: &str = "claude-code-result-before-use.jsonl";
+
+#[test]
+fn a_reasoning_item_before_codexs_turn_aborted_note_is_no_violation() {
+    let text = fixture("readers", ABORTED);
+    let t = read(&text, Format::CodexRollout);
+    let notes: Vec<usize> = (0..t.messages.len())
+        .filter(|&i| t.messages[i].aborts_turn)
+        .collect();
+    assert_eq!(notes.len(), 1, "one interrupt note");
+    let before = &t.messages[notes[0] - 1];
+    assert!(matches!(before.blocks.last(), Some((Block::Reasoning, _))));
+    assert_eq!(format::check_rules(&t), Vec::new());
+    assert_eq!(format::check_against(&t, &t), Vec::new());
+}
+
+#[test]
+fn a_reasoning_item_before_any_other_user_message_still_is_one() {
+    // The same file with the note's text typed by the user: the rule holds again.
+    let text = fixture("readers", ABORTED).replace(
+        "<turn_aborted>\\nThe user interrupted",
+        "Stop. \\nThe user interrupted",
+    );
+    let t = read(&text, Format::CodexRollout);
+    assert!(t.messages.iter().all(|m| !m.aborts_turn));
+    let rules: Vec<Rule> = format::check_rules(&t).iter().map(|v| v.rule).collect();
+    assert_eq!(rules, [Rule::ResponsesReasoningWithoutFollower]);
+}
+
+/// The file with every line holding a `thinking` block left out (what
+/// `clear-thinking` does to a finished turn).
+fn without_thinking(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains("\"type\":\"thinking\""))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Each call's message index and the message index of its result.
+fn pairs(t: &Transcript) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    for (i, m) in t.messages.iter().enumerate() {
+        for (_, id, _) in m.calls() {
+            let answer = t
+                .messages
+                .iter()
+                .position(|r| r.results().any(|(_, r)| r == id))
+                .expect("every call of the fixture is answered");
+            out.push((id.to_string(), i, answer));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_result_written_before_its_call_pairs_with_or_without_the_lines_between() {
+    let text = fixture("readers", RESULT_FIRST);
+    for (what, text) in [
+        ("as written", text.clone()),
+        ("no thinking", without_thinking(&text)),
+    ] {
+        let t = read(&text, Format::ClaudeCode);
+        assert_eq!(format::check_rules(&t), Vec::new(), "{what}");
+        for (id, call, result) in pairs(&t) {
+            assert_eq!(result, call + 1, "{what}: {id}");
+        }
+        // Every line is in exactly one message, and every block has its line.
+        let mut spans: Vec<_> = t.messages.iter().flat_map(|m| m.spans.clone()).collect();
+        spans.sort_by_key(|s| s.start);
+        assert_eq!(spans.len(), text.lines().count(), "{what}");
+        for m in &t.messages {
+            assert_eq!(m.block_lines.len(), m.blocks.len());
+            assert_eq!(m.prints.len(), m.blocks.len());
+        }
+    }
+    // The original against its thinking-free rewrite: only what a rewrite may drop.
+    let before = read(&text, Format::ClaudeCode);
+    let after = read(&without_thinking(&text), Format::ClaudeCode);
+    assert_eq!(format::check_against(&before, &after), Vec::new());
+}
+
+#[test]
+fn input_of_another_kind_is_named_as_such() {
+    let copilot = fixture("readers", "copilot-cli-events.jsonl");
+    let array = fixture(
+        "transcripts",
+        "openai-chat__tau-bench__gpt-4o-airline-traj173.json",
+    );
+    let list = fixture("transcripts", "openhands__wrong_initial_state.json");
+    let claude = fixture(
+        "transcripts",
+        "claude-code__claude-reliability__coverage-test-fix.jsonl",
+    );
+    match format::detect(&copilot) {
+        Err(FormatError::Undetected { why }) => {
+            assert!(why.contains("\"session.start\""), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    for (text, format, says) in [
+        (
+            &copilot,
+            Format::ClaudeCode,
+            "a format cutpoint does not read",
+        ),
+        (
+            &copilot,
+            Format::CodexRollout,
+            "a format cutpoint does not read",
+        ),
+        (&copilot, Format::Records, "a format cutpoint does not read"),
+        (&copilot, Format::GeminiCli, "not one JSON document"),
+        (
+            &array,
+            Format::ClaudeCode,
+            "one JSON document, not JSON lines",
+        ),
+        (&array, Format::Records, "one JSON document, not JSON lines"),
+        (&list, Format::ClaudeCode, "a JSON array, one JSON document"),
+        (
+            &list,
+            Format::CodexRollout,
+            "a JSON array, one JSON document",
+        ),
+        (&claude, Format::CodexRollout, "claude-code lines"),
+        (&claude, Format::AnthropicMessages, "claude-code lines"),
+    ] {
+        match format::read(text, format, &ByteEstimate) {
+            Err(e @ FormatError::Mismatch { .. }) => {
+                let shown = e.to_string();
+                assert!(
+                    shown.starts_with(&format!("not {format} input: ")),
+                    "{shown}"
+                );
+                assert!(shown.contains(says), "{format}: {shown}");
+            }
+            Err(other) => panic!("{format}: {other}"),
+            Ok(t) => panic!("{format}: read {} messages", t.messages.len()),
+        }
+    }
+    // The ones it reads as say so.
+    let e = format::read(&array, Format::ClaudeCode, &ByteEstimate).unwrap_err();
+    assert!(e.to_string().contains("pass --format openai-chat"), "{e}");
+}
