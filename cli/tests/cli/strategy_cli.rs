@@ -387,3 +387,53 @@ fn a_budget_met_holds_for_the_output_read_back() {
     }
     assert!(exits.get(&Some(0)).copied().unwrap_or(0) >= 10, "{exits:?}");
 }
+
+/// The fixed point from the command line, records JSONL and every provider format:
+/// a second `compact --strategy S --budget B` on the output of a first that met `B`
+/// prints its input byte for byte, exits 0 and says the log is within budget.
+#[test]
+fn compacting_an_output_again_with_its_budget_changes_nothing() {
+    let files = [
+        root("examples/data/session.jsonl"),
+        root(
+            "tests/fixtures/transcripts/claude-code__claude-reliability__python-to-rust-port.jsonl",
+        ),
+        root("tests/fixtures/transcripts/codex__localpush__rollout-12-41-04-parallel7.jsonl"),
+        root("tests/fixtures/transcripts/openai-chat__tau-bench__gpt-4o-airline-traj173.json"),
+    ];
+    let mut fixed = 0;
+    for file in &files {
+        let input = std::fs::read(file).unwrap();
+        let stats = cutpoint(&["stats", "--json", "-"], &input);
+        let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+        let total = v["tokens"].as_u64().unwrap();
+        for strategy in [
+            "clear",
+            "digest",
+            "summarize",
+            "slide",
+            "truncate",
+            "pipeline",
+        ] {
+            for percent in [40, 70] {
+                let budget = (total * percent / 100).to_string();
+                let args = ["compact", "--strategy", strategy, "--budget", &budget, "-"];
+                let once = cutpoint(&args, &input);
+                if once.status.code() != Some(0) {
+                    continue;
+                }
+                let twice = cutpoint(&args, &once.stdout);
+                let case = format!("{} {strategy} at {percent}%", file.display());
+                assert_eq!(twice.status.code(), Some(0), "{case}");
+                assert!(
+                    twice.stdout == once.stdout,
+                    "{case}: the second pass changed it"
+                );
+                let err = text(&twice.stderr);
+                assert!(err.contains("within budget already"), "{case}: {err}");
+                fixed += 1;
+            }
+        }
+    }
+    assert!(fixed >= 20, "only {fixed} first passes met their budget");
+}
