@@ -19,6 +19,9 @@ pub(crate) struct Doc<'a> {
     /// Whether the object names a `previous_response_id` (OpenAI Responses): the
     /// input continues a stored conversation, whose calls it may answer.
     pub(crate) previous_response: bool,
+    /// The fingerprint of the object's `system`, `instructions` and `tools` (what a
+    /// provider's prefix holds before the messages), 0 when it has none.
+    pub(crate) head_print: u64,
 }
 
 /// The keys an object may hold its messages under, most specific first.
@@ -34,6 +37,12 @@ struct Holder<'a> {
     history: Option<&'a RawValue>,
     #[serde(borrow, default)]
     previous_response_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
 }
 
 /// The array of messages of `text`: the document itself, or the array under
@@ -41,11 +50,19 @@ struct Holder<'a> {
 pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
     let start = text.trim_start();
     let mut previous_response = false;
+    let mut head_print = 0;
     let array: &RawValue = if start.starts_with('{') {
         let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
         previous_response = holder
             .previous_response_id
             .is_some_and(|r| r.get() != "null");
+        let head: Vec<&str> = [holder.system, holder.instructions, holder.tools]
+            .iter()
+            .map(|r| r.map_or("", |r| r.get()))
+            .collect();
+        if head.iter().any(|h| !h.is_empty()) {
+            head_print = super::fingerprint(&head.join("\u{0}"));
+        }
         let preferred = match format {
             Format::OpenAiResponses => [
                 holder.input,
@@ -88,6 +105,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         elements,
         array_span,
         previous_response,
+        head_print,
     })
 }
 

@@ -23,6 +23,7 @@ mod policy_plan;
 mod reasoning_strategies;
 mod reliability;
 mod reliability_hashing;
+mod rules_2026;
 mod sampled;
 mod sessions;
 mod snapshot;
