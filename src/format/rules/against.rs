@@ -317,7 +317,7 @@ fn prefix_changed(
 /// (Anthropic), or its latest `configuration_update` (OpenAI): (message, block,
 /// print).
 fn controls(t: &Transcript) -> Vec<(usize, usize, u64)> {
-    let all = t
+    let mut all = t
         .messages
         .iter()
         .enumerate()
@@ -331,8 +331,7 @@ fn controls(t: &Transcript) -> Vec<(usize, usize, u64)> {
         });
     match t.format {
         Format::OpenAiResponses | Format::CodexRollout => all
-            .filter(|(_, _, b, _)| **b == Block::Control(Control::ConfigurationUpdate))
-            .last()
+            .rfind(|(_, _, b, _)| **b == Block::Control(Control::ConfigurationUpdate))
             .map(|(i, k, _, p)| (i, k, p))
             .into_iter()
             .collect(),
