@@ -612,3 +612,116 @@ fn real_transcripts_break_none_of_the_2026_rules() {
         logs.len()
     );
 }
+
+/// The prefix-binding model spelled out without hashing: each log as its explicit
+/// sequence of prefix elements (the head; each message's role and its blocks' bytes),
+/// every thinking block of `after` looked for in `before` at a position with the same
+/// explicit prefix. The (message, block) of each invalidated block, servers ids left
+/// out.
+fn naive_invalidated(before: &Transcript, after: &Transcript) -> Vec<(usize, usize)> {
+    use std::collections::HashSet;
+    let reasoning = |t: &Transcript| -> Vec<u64> {
+        t.messages[t.live_from()..]
+            .iter()
+            .flat_map(|m| {
+                m.blocks
+                    .iter()
+                    .zip(&m.prints)
+                    .filter(|((b, _), p)| matches!(b, Block::Reasoning) && **p != 0)
+                    .map(|(_, p)| *p)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let kept: HashSet<u64> = reasoning(after).into_iter().collect();
+    let skip: HashSet<u64> = reasoning(before)
+        .into_iter()
+        .take_while(|p| !kept.contains(p))
+        .collect();
+    // (element, Some((message, block, print)) for a reasoning block)
+    type Elem = (String, Option<(usize, usize, u64)>);
+    let seq = |t: &Transcript, skip: &HashSet<u64>| -> Vec<Elem> {
+        let mut out = vec![(format!("head {}", t.head_print), None)];
+        for (i, m) in t.messages.iter().enumerate().skip(t.live_from()) {
+            let shown: Vec<usize> = (0..m.blocks.len())
+                .filter(|&k| {
+                    !(matches!(m.blocks[k].0, Block::Reasoning) && skip.contains(&m.prints[k]))
+                })
+                .collect();
+            if shown.is_empty() {
+                continue;
+            }
+            out.push((format!("start {:?}", m.role), None));
+            for k in shown {
+                let r = matches!(m.blocks[k].0, Block::Reasoning) && m.prints[k] != 0;
+                out.push((
+                    format!("block {}", m.prints[k]),
+                    r.then_some((i, k, m.prints[k])),
+                ));
+            }
+        }
+        out
+    };
+    let was = seq(before, &skip);
+    let now = seq(after, &HashSet::new());
+    let names = |s: &[Elem]| s.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
+    let (was_names, now_names) = (names(&was), names(&now));
+    let extends =
+        now_names.len() >= was_names.len() && now_names[..was_names.len()] == was_names[..];
+    let mut out = Vec::new();
+    for (e, (_, r)) in now.iter().enumerate() {
+        let Some((i, k, p)) = *r else { continue };
+        let known = was.iter().any(|(_, w)| w.is_some_and(|w| w.2 == p));
+        let valid = was
+            .iter()
+            .enumerate()
+            .any(|(f, (_, w))| w.is_some_and(|w| w.2 == p) && was_names[..f] == now_names[..e]);
+        if !valid && !(extends && e >= was.len() && !known) {
+            out.push((i, k));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_prefix_model_agrees_with_a_naive_oracle_on_edited_real_logs() {
+    use cutpoint::testing::synth::Rng;
+    let mut compared = 0;
+    let mut invalid = 0;
+    for (name, format, text) in real_transcripts() {
+        if !matches!(format, Format::ClaudeCode | Format::CodexRollout) {
+            continue;
+        }
+        let before = read(&text, format);
+        let lines: Vec<&str> = text.lines().collect();
+        let mut rng = Rng::new(name.len() as u64 ^ 0x21);
+        for _ in 0..8 {
+            // One random edit of the lines: removed, duplicated, or two swapped.
+            let mut edited: Vec<&str> = lines.clone();
+            let a = rng.range(0, lines.len() as u64 - 1) as usize;
+            let b = rng.range(0, lines.len() as u64 - 1) as usize;
+            match rng.range(0, 2) {
+                0 => {
+                    edited.remove(a);
+                }
+                1 => edited.insert(a, lines[a]),
+                _ => edited.swap(a, b),
+            }
+            let edited = edited.join("\n");
+            let Ok(after) = format::read(&edited, format, &ByteEstimate) else {
+                continue;
+            };
+            let ours: Vec<(usize, usize)> = invalidated_thinking(&before, &after)
+                .into_iter()
+                .filter(|v| !v.server_id)
+                .map(|v| (v.message, v.block))
+                .collect();
+            assert_eq!(ours, naive_invalidated(&before, &after), "{name}");
+            compared += 1;
+            invalid += ours.len();
+        }
+    }
+    assert!(compared > 50, "{compared} edits compared");
+    assert!(invalid > 0, "no edit invalidated anything");
+    println!("{compared} edited real logs, {invalid} blocks invalidated");
+}
