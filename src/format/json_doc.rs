@@ -22,6 +22,8 @@ pub(crate) struct Doc<'a> {
     /// The fingerprint of the object's `system`, `instructions` and `tools` (what a
     /// provider's prefix holds before the messages), 0 when it has none.
     pub(crate) head_print: u64,
+    /// `output_config.task_budget` of the object (Anthropic task budgets).
+    pub(crate) task_budget: Option<super::TaskBudget>,
 }
 
 /// The keys an object may hold its messages under, most specific first.
@@ -43,6 +45,22 @@ struct Holder<'a> {
     instructions: Option<&'a RawValue>,
     #[serde(borrow, default)]
     tools: Option<&'a RawValue>,
+    #[serde(default)]
+    output_config: Option<OutputConfig>,
+}
+
+#[derive(Deserialize)]
+struct OutputConfig {
+    #[serde(default)]
+    task_budget: Option<Budget>,
+}
+
+#[derive(Deserialize)]
+struct Budget {
+    #[serde(default)]
+    total: Option<u64>,
+    #[serde(default)]
+    remaining: Option<u64>,
 }
 
 /// The array of messages of `text`: the document itself, or the array under
@@ -51,6 +69,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
     let start = text.trim_start();
     let mut previous_response = false;
     let mut head_print = 0;
+    let mut task_budget = None;
     let array: &RawValue = if start.starts_with('{') {
         let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
         previous_response = holder
@@ -60,6 +79,14 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
             .iter()
             .map(|r| r.map_or("", |r| r.get()))
             .collect();
+        task_budget = holder
+            .output_config
+            .as_ref()
+            .and_then(|o| o.task_budget.as_ref())
+            .map(|b| super::TaskBudget {
+                total: b.total,
+                remaining: b.remaining,
+            });
         if head.iter().any(|h| !h.is_empty()) {
             head_print = super::fingerprint(&head.join("\u{0}"));
         }
@@ -106,6 +133,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         array_span,
         previous_response,
         head_print,
+        task_budget,
     })
 }
 

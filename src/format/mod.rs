@@ -494,6 +494,21 @@ pub struct Transcript {
     pub head_print: u64,
     /// The tools the history loads and unloads, in log order ([`ToolChange`]).
     pub tools: Vec<ToolChange>,
+    /// An Anthropic request's `output_config.task_budget`, if it sets one.
+    pub task_budget: Option<TaskBudget>,
+}
+
+/// An Anthropic task budget (`output_config.task_budget`, beta
+/// `task-budgets-2026-03-13`): the tokens of the whole agentic loop, and after a
+/// client compaction what is left of them (`remaining`), so the model's countdown
+/// does not restart at `total`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct TaskBudget {
+    /// `total`.
+    pub total: Option<u64>,
+    /// `remaining`.
+    pub remaining: Option<u64>,
 }
 
 /// Why an input could not be read as a transcript.
@@ -534,6 +549,7 @@ pub fn read(
 ) -> Result<Transcript, FormatError> {
     let mut continues_previous_response = false;
     let mut head_print = 0;
+    let mut task_budget = None;
     let (messages, array_span) = match format {
         Format::Records => (records::transcript::read(text)?, None),
         Format::ClaudeCode => (claude_code::read(text, counter)?, None),
@@ -546,6 +562,7 @@ pub fn read(
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
             head_print = doc.head_print;
+            task_budget = doc.task_budget;
             // One pass for every line number: the document's lines are indexed once.
             let lines = json_doc::LineIndex::new(text);
             let mut messages = Vec::with_capacity(doc.elements.len());
@@ -575,6 +592,7 @@ pub fn read(
         continues_previous_response,
         head_print,
         tools: Vec::new(),
+        task_budget,
     };
     match format {
         Format::AnthropicMessages | Format::ClaudeCode => {

@@ -37,7 +37,7 @@ fn read(text: &str, format: Format, name: &str) -> Transcript {
 }
 
 /// The rules this issue added: no untouched log breaks them.
-pub(crate) const NEW_RULES: [Rule; 14] = [
+pub(crate) const NEW_RULES: [Rule; 15] = [
     Rule::AnthropicCompactionMisplaced,
     Rule::AnthropicCompactionRepeated,
     Rule::AnthropicSummarizedAfterCompaction,
@@ -53,6 +53,7 @@ pub(crate) const NEW_RULES: [Rule; 14] = [
     Rule::ThinkingPrefixChanged,
     Rule::ControlItemLost,
     Rule::ToolUnloaded,
+    Rule::AnthropicTaskBudgetNotCarried,
 ];
 
 // ---- the logs ----------------------------------------------------------------------

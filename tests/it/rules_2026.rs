@@ -536,7 +536,8 @@ fn real_transcripts() -> Vec<(String, Format, String)> {
     out
 }
 
-const RULES_2026: [Rule; 6] = [
+const RULES_2026: [Rule; 7] = [
+    Rule::AnthropicTaskBudgetNotCarried,
     Rule::AnthropicSystemMessagePlacement,
     Rule::AnthropicProgrammaticResultNotAlone,
     Rule::ResponsesCompactionTriggerMisplaced,
@@ -724,4 +725,38 @@ fn the_prefix_model_agrees_with_a_naive_oracle_on_edited_real_logs() {
     assert!(compared > 50, "{compared} edits compared");
     assert!(invalid > 0, "no edit invalidated anything");
     println!("{compared} edited real logs, {invalid} blocks invalidated");
+}
+
+#[test]
+fn a_task_budget_carries_remaining_after_a_client_compaction() {
+    let a = Format::AnthropicMessages;
+    let budget = |remaining: &str| {
+        format!(
+            r#""output_config":{{"effort":"high","task_budget":{{"type":"tokens","total":64000{remaining}}}}}"#
+        )
+    };
+    let before = format!(
+        r#"{{{},"messages":[{A_USER},{A_ASSISTANT},{A_USER},{A_ASSISTANT}]}}"#,
+        budget("")
+    );
+    let t = read(&before, a);
+    assert_eq!(t.task_budget.and_then(|b| b.total), Some(64000));
+    // Appending: no compaction, nothing to carry.
+    let appended = format!(
+        r#"{{{},"messages":[{A_USER},{A_ASSISTANT},{A_USER},{A_ASSISTANT},{A_USER}]}}"#,
+        budget("")
+    );
+    assert!(against(&before, &appended, a).is_empty());
+    // A client compaction without `remaining`: caught.
+    let compacted = format!(
+        r#"{{{},"messages":[{{"role":"user","content":"Summary: said hello twice."}}]}}"#,
+        budget("")
+    );
+    assert_eq!(
+        against(&before, &compacted, a),
+        [Rule::AnthropicTaskBudgetNotCarried]
+    );
+    // The documented repair: `remaining` passed.
+    let carried = compacted.replace("64000}", r#"64000,"remaining":51000}"#);
+    assert!(against(&before, &carried, a).is_empty(), "{carried}");
 }

@@ -30,7 +30,10 @@ use crate::format::{Block, Control, Format, Message, Role, Transcript};
 ///   (Anthropic), or its latest `configuration_update` (OpenAI), is not in `after`
 ///   byte for byte;
 /// - [`Rule::ToolUnloaded`]: a tool `before` has loaded at its end is not loaded in
-///   `after` ([`Transcript::loaded_tools`]).
+///   `after` ([`Transcript::loaded_tools`]);
+/// - [`Rule::AnthropicTaskBudgetNotCarried`]: `before` sets a task budget and `after`
+///   rewrites its history (its messages are not `before`'s followed by new ones)
+///   without `remaining`.
 ///
 /// Violations name messages and lines of `after`; a lost compaction names where the
 /// live history of `after` starts. **O(blocks)** expected, of both logs.
@@ -44,6 +47,7 @@ pub fn check_against(before: &Transcript, after: &Transcript) -> Vec<RuleViolati
             prefix_changed(before, after, &seg, &mut out);
             control_lost(before, after, &mut out);
             tools_unloaded(before, after, &mut out);
+            task_budget(before, after, &mut out);
         }
         Format::OpenAiResponses | Format::CodexRollout => {
             compaction_lost(before, after, &mut out);
@@ -391,4 +395,32 @@ fn tools_unloaded(before: &Transcript, after: &Transcript, out: &mut Vec<RuleVio
             text: format!("the tool `{tool}` loaded by message {from} of the original is no longer loaded: the block that loaded it was cleared or summarized (pin it, or re-state the tool)"),
         });
     }
+}
+
+/// Whether `after`'s live history is `before`'s with messages appended (or the same):
+/// the byte prints of every message of `before` come first, unchanged.
+fn extends(before: &Transcript, after: &Transcript) -> bool {
+    let was = &before.messages[before.live_from()..];
+    let now = &after.messages[after.live_from()..];
+    was.len() <= now.len() && was.iter().zip(now).all(|(a, b)| a.prints == b.prints)
+}
+
+fn task_budget(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let Some(budget) = before.task_budget else {
+        return;
+    };
+    if extends(before, after) || after.task_budget.is_some_and(|b| b.remaining.is_some()) {
+        return;
+    }
+    let total = budget
+        .total
+        .map_or_else(|| "the total".to_owned(), |t| t.to_string());
+    out.push(RuleViolation {
+        rule: Rule::AnthropicTaskBudgetNotCarried,
+        message: after.live_from(),
+        line: 1,
+        call_id: None,
+        pending_at_end: false,
+        text: format!("the original sets `output_config.task_budget` ({total} tokens) and this rewrite of its history passes no `remaining`: after a client compaction the budget left is carried in `remaining`, or the model's countdown restarts at `total` (not refused)"),
+    });
 }

@@ -62,6 +62,11 @@ pub enum Rule {
     /// block that loaded it was cleared or summarized. Needs the log before and after
     /// ([`check_against`]).
     ToolUnloaded,
+    /// Anthropic task budgets: a request that rewrote the history of one with an
+    /// `output_config.task_budget` (a client compaction) passes `remaining`, what is
+    /// left of the budget; without it the model's countdown restarts at `total`. Needs
+    /// the log before and after ([`check_against`]).
+    AnthropicTaskBudgetNotCarried,
     /// OpenAI Chat rule 1: each call id is answered in the run of tool messages right
     /// after the assistant message.
     ChatCallWithoutResponse,
@@ -149,6 +154,7 @@ impl Rule {
             Rule::ThinkingPrefixChanged => "reasoning/prefix-changed",
             Rule::ControlItemLost => "compaction/control-item-lost",
             Rule::ToolUnloaded => "compaction/tool-unloaded",
+            Rule::AnthropicTaskBudgetNotCarried => "anthropic/task-budget-remaining-missing",
             Rule::ChatCallWithoutResponse => "openai-chat/tool-call-without-response",
             Rule::ChatToolWithoutCalls => "openai-chat/tool-without-tool-calls",
             Rule::ChatToolCallIdNotFound => "openai-chat/tool-call-id-not-found",
