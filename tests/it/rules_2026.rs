@@ -677,7 +677,8 @@ fn naive_invalidated(before: &Transcript, after: &Transcript) -> Vec<(usize, usi
             .iter()
             .enumerate()
             .any(|(f, (_, w))| w.is_some_and(|w| w.2 == p) && was_names[..f] == now_names[..e]);
-        if !valid && !(extends && e >= was.len() && !known) {
+        let appended = extends && e >= was.len() && !known;
+        if !(valid || appended) {
             out.push((i, k));
         }
     }
