@@ -1,11 +1,21 @@
-//! Anthropic Messages: `{"role":"user"|"assistant","content":"…"|[blocks]}`, with
-//! `tool_use` blocks in assistant messages and `tool_result` blocks in user messages.
+//! Anthropic Messages: `{"role":"user"|"assistant"|"system","content":"…"|[blocks]}`,
+//! with `tool_use` blocks in assistant messages and `tool_result` blocks in user
+//! messages. A mid-conversation `system` message's control blocks (`tool_addition`,
+//! `tool_removal`, `output_config`, `clear_at`) and an assistant's `fallback` blocks
+//! are [`Block::Control`]: pinned where they are. The `tool_use` and thinking blocks
+//! before a message's final `fallback` were dropped by the API (the attempt was
+//! refused and retried), so they are read as text: such a call is not pending.
+//!
+//! [`annotate`] adds what the block kinds do not carry: server tool uses and
+//! programmatic calls ([`Note`]), and the tool manifest ([`ToolChange`]).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, opt_str, result_line};
-use super::{Block, Parsed, Role, TokenCounter, summary_in};
+use super::json_doc::{JsonStr, LineIndex, describe, opt_str, result_line};
+use super::{
+    Block, Control, Format, Note, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in,
+};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -82,13 +92,179 @@ pub(crate) fn blocks<'a>(
     for (k, raw) in raws.into_iter().enumerate() {
         let b: RawBlock<'_> = serde_json::from_str(raw.get())
             .map_err(|e| format!("content.{k}: {}", describe(&e)))?;
-        let block = match block(b, k)? {
-            Block::Text => text(raw),
-            other => other,
+        let control = match (role, opt_str(&b.kind)) {
+            (Role::System, Some("tool_addition")) => Some(Control::ToolAddition),
+            (Role::System, Some("tool_removal")) => Some(Control::ToolRemoval),
+            (Role::System, Some("output_config")) => Some(Control::OutputConfig),
+            (Role::System, Some("clear_at")) => Some(Control::ClearAt),
+            (_, Some("fallback")) => Some(Control::Fallback),
+            _ => None,
+        };
+        let block = match control {
+            Some(c) => Block::Control(c),
+            None => match block(b, k)? {
+                Block::Text => text(raw),
+                other => other,
+            },
         };
         out.push((block, counter.count(raw.get()), raw.get()));
     }
+    // The attempt before the final `fallback` was refused: its thinking and calls were
+    // dropped by the API, so none of them is pending or bound.
+    if let Some(last) = out
+        .iter()
+        .rposition(|(b, _, _)| *b == Block::Control(Control::Fallback))
+    {
+        for (b, _, _) in &mut out[..last] {
+            if matches!(b, Block::Call { .. } | Block::Reasoning) {
+                *b = Block::Text;
+            }
+        }
+    }
     Ok(out)
+}
+
+/// The JSON of one content block, as [`annotate`] reads it.
+#[derive(Deserialize)]
+struct Annotated {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    caller: Option<serde_json::Value>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What [`annotate`] looks for: a message without any of these is not parsed again.
+const MARKERS: [&str; 3] = ["tool_reference", "server_tool_use", "\"caller\""];
+
+/// Adds to `t` (read from `text` as Anthropic Messages or Claude Code) the facts the
+/// block kinds do not carry: [`Note::ServerCall`] for `server_tool_use` blocks,
+/// [`Note::ProgrammaticCall`] for a `tool_use` whose `caller` is a server
+/// code-execution tool, and a [`ToolChange`] for each `tool_reference` (loaded; in a
+/// `tool_removal`: unloaded). **O(len)**: a substring search of every message, and a
+/// second parse only of the messages that hold a marker.
+pub(crate) fn annotate(text: &str, t: &mut Transcript) {
+    let jsonl = t.format == Format::ClaudeCode;
+    let mut lines: Option<LineIndex> = None;
+    for (i, m) in t.messages.iter_mut().enumerate() {
+        for span in &m.spans {
+            let raw = &text[span.clone()];
+            if !MARKERS.iter().any(|k| raw.contains(k)) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw) else {
+                continue;
+            };
+            let content = if jsonl {
+                v.get("message").and_then(|m| m.get("content"))
+            } else {
+                v.get("content")
+            };
+            let Some(serde_json::Value::Array(content)) = content else {
+                continue;
+            };
+            // The first block of this span: a JSON document's message is one span;
+            // a Claude Code record's blocks are those read on its line.
+            let first = if jsonl {
+                let index = lines.get_or_insert_with(|| LineIndex::new(text));
+                let line = index.line(span.start);
+                match m.block_lines.iter().position(|&l| l == line) {
+                    Some(f) => f,
+                    None => continue,
+                }
+            } else {
+                0
+            };
+            for (j, value) in content.iter().enumerate() {
+                let k = first + j;
+                if k >= m.blocks.len() {
+                    break;
+                }
+                let Ok(b) = serde_json::from_value::<Annotated>(value.clone()) else {
+                    continue;
+                };
+                match b.kind.as_deref() {
+                    Some("server_tool_use") => m.notes.push((k, Note::ServerCall)),
+                    Some("tool_use") if matches!(m.blocks[k].0, Block::Call { .. }) => {
+                        let caller = b
+                            .caller
+                            .as_ref()
+                            .and_then(|c| c.get("type"))
+                            .and_then(|c| c.as_str())
+                            .unwrap_or("direct");
+                        if caller.starts_with("code_execution") {
+                            m.notes.push((k, Note::ProgrammaticCall));
+                        }
+                    }
+                    _ => {}
+                }
+                // Only results and tool changes load tools (a call's input that
+                // spells a reference loads nothing).
+                let kind = b.kind.as_deref().unwrap_or("");
+                if !(kind.ends_with("tool_result")
+                    || kind == "tool_addition"
+                    || kind == "tool_removal")
+                {
+                    continue;
+                }
+                let loaded = kind != "tool_removal";
+                let mut names = Vec::new();
+                for (key, v) in &b.rest {
+                    if key == "tool_reference" {
+                        if let Some(name) = reference_name(v) {
+                            names.push(name);
+                            continue;
+                        }
+                    }
+                    tool_references(v, 0, &mut names);
+                }
+                t.tools.extend(names.into_iter().map(|tool| ToolChange {
+                    message: i,
+                    block: k,
+                    tool,
+                    loaded,
+                }));
+            }
+        }
+        m.notes.sort_unstable_by_key(|(k, _)| *k);
+        m.notes.dedup();
+    }
+}
+
+/// The tool a reference names (`tool_name`, or `name`).
+fn reference_name(v: &serde_json::Value) -> Option<String> {
+    v.get("tool_name")
+        .or_else(|| v.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_owned)
+}
+
+/// How deep [`tool_references`] looks into a block.
+const MAX_DEPTH: usize = 6;
+
+/// The `tool_name` of every `{"type":"tool_reference"}` object in `v`.
+pub(crate) fn tool_references(v: &serde_json::Value, depth: usize, out: &mut Vec<String>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        serde_json::Value::Array(items) => {
+            for item in items {
+                tool_references(item, depth + 1, out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            if map.get("type").and_then(|t| t.as_str()) == Some("tool_reference") {
+                out.extend(reference_name(v));
+                return;
+            }
+            for item in map.values() {
+                tool_references(item, depth + 1, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// One block as a [`Block`]: client `tool_use` / `tool_result` pair, thinking is

@@ -19,6 +19,11 @@ pub(crate) struct Doc<'a> {
     /// Whether the object names a `previous_response_id` (OpenAI Responses): the
     /// input continues a stored conversation, whose calls it may answer.
     pub(crate) previous_response: bool,
+    /// The fingerprint of the object's `system`, `instructions` and `tools` (what a
+    /// provider's prefix holds before the messages), 0 when it has none.
+    pub(crate) head_print: u64,
+    /// `output_config.task_budget` of the object (Anthropic task budgets).
+    pub(crate) task_budget: Option<super::TaskBudget>,
 }
 
 /// The keys an object may hold its messages under, most specific first.
@@ -34,6 +39,28 @@ struct Holder<'a> {
     history: Option<&'a RawValue>,
     #[serde(borrow, default)]
     previous_response_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    instructions: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
+    #[serde(default)]
+    output_config: Option<OutputConfig>,
+}
+
+#[derive(Deserialize)]
+struct OutputConfig {
+    #[serde(default)]
+    task_budget: Option<Budget>,
+}
+
+#[derive(Deserialize)]
+struct Budget {
+    #[serde(default)]
+    total: Option<u64>,
+    #[serde(default)]
+    remaining: Option<u64>,
 }
 
 /// The array of messages of `text`: the document itself, or the array under
@@ -41,11 +68,28 @@ struct Holder<'a> {
 pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
     let start = text.trim_start();
     let mut previous_response = false;
+    let mut head_print = 0;
+    let mut task_budget = None;
     let array: &RawValue = if start.starts_with('{') {
         let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
         previous_response = holder
             .previous_response_id
             .is_some_and(|r| r.get() != "null");
+        let head: Vec<&str> = [holder.system, holder.instructions, holder.tools]
+            .iter()
+            .map(|r| r.map_or("", |r| r.get()))
+            .collect();
+        task_budget = holder
+            .output_config
+            .as_ref()
+            .and_then(|o| o.task_budget.as_ref())
+            .map(|b| super::TaskBudget {
+                total: b.total,
+                remaining: b.remaining,
+            });
+        if head.iter().any(|h| !h.is_empty()) {
+            head_print = super::fingerprint(&head.join("\u{0}"));
+        }
         let preferred = match format {
             Format::OpenAiResponses => [
                 holder.input,
@@ -88,6 +132,8 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         elements,
         array_span,
         previous_response,
+        head_print,
+        task_budget,
     })
 }
 

@@ -57,7 +57,9 @@ mod usage;
 pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
 pub use detect::{detect, is_one_line_document, mismatch};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
-pub use rules::{Rule, RuleViolation, check_against, check_rules};
+pub use rules::{
+    Invalidated, Rule, RuleViolation, check_against, check_rules, invalidated_thinking,
+};
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, TokenCounter};
@@ -195,6 +197,82 @@ pub enum Block {
     /// record: all prose). It covers the calls its units list; a later compaction
     /// folds it into the new summary.
     Summary(SummaryParts),
+    /// A control item: it changes how the provider treats the rest of the history
+    /// (tools, output settings, configuration) or marks a provider event, and must stay
+    /// where it was sent: never summarized, never moved, never dropped (see
+    /// [`Message::is_pinned`]).
+    Control(Control),
+}
+
+/// The kinds of [`Block::Control`]. Non-exhaustive: providers add control items.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Control {
+    /// OpenAI Responses `compaction_trigger`: asks for a compaction; the last input
+    /// item of a request, without an `id`, never persisted.
+    CompactionTrigger,
+    /// OpenAI Responses `configuration_update`: in effect until the next one; the
+    /// latest must survive a client compaction.
+    ConfigurationUpdate,
+    /// Anthropic `tool_addition` in a mid-conversation system message (its
+    /// `tool_reference` loads a tool).
+    ToolAddition,
+    /// Anthropic `tool_removal` in a mid-conversation system message (unloads a tool).
+    ToolRemoval,
+    /// Anthropic per-message `output_config` in a mid-conversation system message.
+    OutputConfig,
+    /// Anthropic `clear_at` reminder in a mid-conversation system message.
+    ClearAt,
+    /// Anthropic `fallback` block: a refused attempt retried on a fallback model; it
+    /// stays in place (thinking and client `tool_use` blocks before the final one
+    /// were dropped by the API, so they are read as text, not calls).
+    Fallback,
+}
+
+impl Control {
+    /// The provider's type name of the item or block. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            Control::CompactionTrigger => "compaction_trigger",
+            Control::ConfigurationUpdate => "configuration_update",
+            Control::ToolAddition => "tool_addition",
+            Control::ToolRemoval => "tool_removal",
+            Control::OutputConfig => "output_config",
+            Control::ClearAt => "clear_at",
+            Control::Fallback => "fallback",
+        }
+    }
+}
+
+/// Facts about a block the [`Block`] kind does not carry, that provider rules need.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Note {
+    /// An Anthropic `server_tool_use` block (the provider runs the call).
+    ServerCall,
+    /// An Anthropic `tool_use` with a `caller` bound to a server code-execution tool
+    /// (programmatic tool calling): the message answering it holds only
+    /// `tool_result` blocks.
+    ProgrammaticCall,
+}
+
+/// A tool loaded or unloaded by a block of the history: a `tool_reference` (in a
+/// `tool_search_tool_result`, an ordinary `tool_result` or a `tool_addition`), a
+/// `tool_removal`, or a tool an OpenAI `tool_search_output` lists. The tools loaded
+/// at the end of a log are its **tool manifest**
+/// ([`Transcript::loaded_tools`]); a compaction that drops the block that loaded a
+/// tool unloads it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct ToolChange {
+    /// The message holding the block.
+    pub message: usize,
+    /// The block, in [`Message::blocks`].
+    pub block: usize,
+    /// The tool's name.
+    pub tool: String,
+    /// Loaded (`true`) or unloaded (`false`).
+    pub loaded: bool,
 }
 
 impl Block {
@@ -252,14 +330,18 @@ pub struct Message {
     /// byte-identity of blocks across two versions of a log
     /// ([`rules::check_against`]).
     pub prints: Vec<u64>,
-    /// The blocks that carry a provider signature on the part itself (a Gemini
-    /// `thoughtSignature`), by index, increasing.
+    /// The blocks that carry a provider signature or server id binding them, by
+    /// index, increasing: a Gemini `thoughtSignature` on the part itself; an OpenAI
+    /// Responses item's server `id` (refused once the reasoning before it is gone).
     pub signed: Vec<usize>,
     /// Whether it is a runtime's own note that the user interrupted the turn before
     /// it (Codex writes a user message whose text starts with `<turn_aborted>`): the
     /// turn ended there, so a reasoning item right before it has no follower to wait
     /// for (see `docs/reasoning.md`, "Interrupted turns").
     pub aborts_turn: bool,
+    /// Facts about some blocks the block kinds do not carry ([`Note`]), by block
+    /// index, increasing.
+    pub notes: Vec<(usize, Note)>,
 }
 
 impl Message {
@@ -278,6 +360,7 @@ impl Message {
             block_lines: vec![line; blocks.len()],
             prints: vec![0; blocks.len()],
             signed: Vec::new(),
+            notes: Vec::new(),
             blocks,
             bound: false,
             starts_history: false,
@@ -317,6 +400,20 @@ impl Message {
     /// Whether block `k` is a provider's compaction. **O(1)**.
     pub fn is_compaction(&self, k: usize) -> bool {
         matches!(self.blocks.get(k), Some((Block::Compaction, _)))
+    }
+
+    /// Whether block `k` must stay where it is: a provider's compaction or a control
+    /// item ([`Block::Control`]). **O(1)**.
+    pub fn is_pinned(&self, k: usize) -> bool {
+        matches!(
+            self.blocks.get(k),
+            Some((Block::Compaction | Block::Control(_), _))
+        )
+    }
+
+    /// Whether block `k` carries `note`. **O(notes)**.
+    pub fn has_note(&self, k: usize, note: Note) -> bool {
+        self.notes.contains(&(k, note))
     }
 
     /// Whether any block is a provider's compaction. **O(blocks)**.
@@ -365,7 +462,7 @@ impl Message {
             Role::Item => !matches!(
                 self.blocks.first(),
                 Some((
-                    Block::Result { .. } | Block::Reasoning | Block::Compaction,
+                    Block::Result { .. } | Block::Reasoning | Block::Compaction | Block::Control(_),
                     _
                 ))
             ),
@@ -396,6 +493,28 @@ pub struct Transcript {
     /// OpenAI Responses: the request names a `previous_response_id`, so outputs at the
     /// start may answer calls of the stored conversation (see [`check_rules`]).
     pub continues_previous_response: bool,
+    /// A fingerprint of what a provider's prefix holds before the messages (Anthropic
+    /// `system` and `tools`, OpenAI `instructions` and `tools` of a request document),
+    /// 0 when the input holds none: a change invalidates every thinking block
+    /// ([`rules::invalidated_thinking`]).
+    pub head_print: u64,
+    /// The tools the history loads and unloads, in log order ([`ToolChange`]).
+    pub tools: Vec<ToolChange>,
+    /// An Anthropic request's `output_config.task_budget`, if it sets one.
+    pub task_budget: Option<TaskBudget>,
+}
+
+/// An Anthropic task budget (`output_config.task_budget`, beta
+/// `task-budgets-2026-03-13`): the tokens of the whole agentic loop, and after a
+/// client compaction what is left of them (`remaining`), so the model's countdown
+/// does not restart at `total`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct TaskBudget {
+    /// `total`.
+    pub total: Option<u64>,
+    /// `remaining`.
+    pub remaining: Option<u64>,
 }
 
 /// Why an input could not be read as a transcript.
@@ -450,6 +569,8 @@ pub fn read(
         return Err(e);
     }
     let mut continues_previous_response = false;
+    let mut head_print = 0;
+    let mut task_budget = None;
     let (messages, array_span) = match format {
         Format::Records => (records::transcript::read(text)?, None),
         Format::ClaudeCode => (claude_code::read(text, counter)?, None),
@@ -461,6 +582,8 @@ pub fn read(
         | Format::GeminiCli => {
             let doc = json_doc::split(text, format)?;
             continues_previous_response = doc.previous_response;
+            head_print = doc.head_print;
+            task_budget = doc.task_budget;
             // One pass for every line number: the document's lines are indexed once.
             let lines = json_doc::LineIndex::new(text);
             let mut messages = Vec::with_capacity(doc.elements.len());
@@ -488,7 +611,19 @@ pub fn read(
         messages,
         array_span,
         continues_previous_response,
+        head_print,
+        tools: Vec::new(),
+        task_budget,
     };
+    match format {
+        Format::AnthropicMessages | Format::ClaudeCode => {
+            anthropic::annotate(text, &mut transcript)
+        }
+        Format::OpenAiResponses | Format::CodexRollout => {
+            openai_responses::annotate(text, &mut transcript)
+        }
+        _ => {}
+    }
     build::finish(&mut transcript);
     Ok(transcript)
 }
@@ -599,6 +734,22 @@ impl Transcript {
         self.messages[self.live_from()..]
             .iter()
             .fold(0u64, |a, m| a.saturating_add(m.tokens()))
+    }
+
+    /// The tool manifest: the tools loaded at the end of the live history (from
+    /// [`live_from`](Transcript::live_from)), after each of its [`ToolChange`]s in
+    /// order, sorted by name. **O(messages + changes log changes)**.
+    pub fn loaded_tools(&self) -> Vec<&str> {
+        let live = self.live_from();
+        let mut loaded = std::collections::BTreeSet::new();
+        for c in self.tools.iter().filter(|c| c.message >= live) {
+            if c.loaded {
+                loaded.insert(c.tool.as_str());
+            } else {
+                loaded.remove(c.tool.as_str());
+            }
+        }
+        loaded.into_iter().collect()
     }
 
     /// Total tokens of all messages. **O(blocks)**.

@@ -1,13 +1,18 @@
 //! OpenAI Responses input items: role messages, `reasoning`, and calls paired with
 //! their outputs by `call_id` (`function_call` / `function_call_output`,
-//! `custom_tool_call`, `local_shell_call`, `computer_call`, ...). `web_search_call`
-//! and other server-side calls have no output item and count as plain items.
+//! `custom_tool_call`, `local_shell_call`, `computer_call`, `apply_patch_call`, ...;
+//! `tool_search_call` / `tool_search_output` when they carry a `call_id`), and
+//! `mcp_approval_request` / `mcp_approval_response` paired by the request's `id` and
+//! the response's `approval_request_id`. `compaction_trigger` and
+//! `configuration_update` are control items ([`Block::Control`]). `web_search_call`
+//! and other server-side calls have no output item and count as plain items. An item
+//! with a server `id` is [signed](crate::format::Message::signed).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
-use super::{Block, Parsed, Role, TokenCounter, summary_in};
+use super::{Block, Control, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in};
 use crate::CallId;
 
 /// The fields of an item that matter; the rest (encrypted reasoning, ...) is skipped
@@ -20,7 +25,13 @@ struct Item<'a> {
     #[serde(borrow, default)]
     role: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
+    id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
     call_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    approval_request_id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    operation: Option<&'a RawValue>,
     #[serde(borrow, default)]
     name: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
@@ -37,13 +48,19 @@ struct Item<'a> {
 
 /// Item types that are calls answered by a `<type>_output` item with the same
 /// `call_id`.
-pub(crate) const PAIRED_CALLS: [&str; 5] = [
+pub(crate) const PAIRED_CALLS: [&str; 6] = [
     "function_call",
     "custom_tool_call",
     "local_shell_call",
     "computer_call",
     "shell_call",
+    "apply_patch_call",
 ];
+
+/// The id of an item field, if it is a non-empty string.
+fn id_of<'s>(s: &'s Option<JsonStr<'_>>) -> Option<&'s str> {
+    opt_str(s).filter(|id| !id.is_empty())
+}
 
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
@@ -54,15 +71,24 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         let id = opt_str(&item.call_id)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| format!("{kind} item without a call_id"))?;
-        let arguments = match (item.arguments, item.input, item.action) {
-            (Some(a), _, _) => string_or_json(Some(a)),
-            (None, Some(i), _) => string_or_json(Some(i)),
-            (None, None, a) => string_or_json(a),
-        };
+        let arguments = string_or_json(
+            item.arguments
+                .or(item.input)
+                .or(item.action)
+                .or(item.operation),
+        );
         Block::Call {
             id: CallId::from(id),
             name: opt_str(&item.name).unwrap_or(kind).to_owned(),
             arguments,
+        }
+    } else if kind == "tool_search_output" {
+        match id_of(&item.call_id) {
+            Some(id) => Block::Result {
+                id: CallId::from(id),
+                first_line: String::new(),
+            },
+            None => Block::Text,
         }
     } else if let Some(call_kind) = kind.strip_suffix("_output") {
         if !PAIRED_CALLS.contains(&call_kind) {
@@ -76,6 +102,30 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
                 first_line: result_line(item.output),
             }
         }
+    } else if kind == "tool_search_call" && id_of(&item.call_id).is_some() {
+        Block::Call {
+            id: CallId::from(id_of(&item.call_id).unwrap_or_default()),
+            name: "tool_search".to_owned(),
+            arguments: string_or_json(item.arguments),
+        }
+    } else if kind == "mcp_approval_request" {
+        let id = id_of(&item.id).ok_or("mcp_approval_request item without an id")?;
+        Block::Call {
+            id: CallId::from(id),
+            name: opt_str(&item.name).unwrap_or(kind).to_owned(),
+            arguments: string_or_json(item.arguments),
+        }
+    } else if kind == "mcp_approval_response" {
+        let id = id_of(&item.approval_request_id)
+            .ok_or("mcp_approval_response item without an approval_request_id")?;
+        Block::Result {
+            id: CallId::from(id),
+            first_line: String::new(),
+        }
+    } else if kind == "compaction_trigger" {
+        Block::Control(Control::CompactionTrigger)
+    } else if kind == "configuration_update" {
+        Block::Control(Control::ConfigurationUpdate)
     } else if kind == "reasoning" {
         Block::Reasoning
     } else if kind == "compaction" {
@@ -98,6 +148,55 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
     Ok(Parsed {
         role,
         blocks: vec![(block, tokens, text)],
-        signed: Vec::new(),
+        signed: if id_of(&item.id).is_some() {
+            vec![0]
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// Adds to `t` (read from `text` as OpenAI Responses or a Codex rollout) the tools a
+/// `tool_search_output` item loads: every `name` of its `tools` ([`ToolChange`]).
+/// **O(len)**: a substring search of every message, a second parse only of those
+/// that hold an output.
+pub(crate) fn annotate(text: &str, t: &mut Transcript) {
+    #[derive(Deserialize)]
+    struct Output {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(default)]
+        tools: Vec<serde_json::Value>,
+        #[serde(default)]
+        payload: Option<Box<Output>>,
+    }
+    for (i, m) in t.messages.iter().enumerate() {
+        let Some(span) = m.spans.first() else {
+            continue;
+        };
+        let raw = &text[span.clone()];
+        if !raw.contains("tool_search_output") {
+            continue;
+        }
+        let Ok(mut o) = serde_json::from_str::<Output>(raw) else {
+            continue;
+        };
+        // A Codex line holds the item under `payload`.
+        if let Some(p) = o.payload.take() {
+            o = *p;
+        }
+        if o.kind.as_deref() != Some("tool_search_output") {
+            continue;
+        }
+        for tool in &o.tools {
+            if let Some(name) = tool.get("name").and_then(|n| n.as_str()) {
+                t.tools.push(ToolChange {
+                    message: i,
+                    block: 0,
+                    tool: name.to_owned(),
+                    loaded: true,
+                });
+            }
+        }
+    }
 }

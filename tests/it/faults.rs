@@ -37,7 +37,7 @@ fn read(text: &str, format: Format, name: &str) -> Transcript {
 }
 
 /// The rules this issue added: no untouched log breaks them.
-pub(crate) const NEW_RULES: [Rule; 8] = [
+pub(crate) const NEW_RULES: [Rule; 15] = [
     Rule::AnthropicCompactionMisplaced,
     Rule::AnthropicCompactionRepeated,
     Rule::AnthropicSummarizedAfterCompaction,
@@ -46,6 +46,14 @@ pub(crate) const NEW_RULES: [Rule; 8] = [
     Rule::ResponsesEditedBeforeCompaction,
     Rule::GeminiMissingThoughtSignature,
     Rule::ResponsesItemWithoutReasoning,
+    // Issue 21.
+    Rule::AnthropicSystemMessagePlacement,
+    Rule::AnthropicProgrammaticResultNotAlone,
+    Rule::ResponsesCompactionTriggerMisplaced,
+    Rule::ThinkingPrefixChanged,
+    Rule::ControlItemLost,
+    Rule::ToolUnloaded,
+    Rule::AnthropicTaskBudgetNotCarried,
 ];
 
 // ---- the logs ----------------------------------------------------------------------
@@ -534,13 +542,13 @@ fn system_in_messages(case: &Case, t: &Transcript) -> Option<Faulted> {
     if case.format != Format::AnthropicMessages || t.messages.is_empty() {
         return None;
     }
-    let last = t.messages.len() - 1;
+    // A mid-conversation system message cannot open `messages`.
     Faulted::of(
         case,
         insert_before(
             &case.text,
             t,
-            last,
+            0,
             r#"{"role":"system","content":"Be brief."}"#,
         ),
     )
@@ -832,9 +840,9 @@ const KINDS: [Kind; 15] = [
         inject: duplicate_result,
     },
     Kind {
-        name: "system message inserted",
+        name: "system message inserted first",
         against: false,
-        rules: &[Rule::AnthropicSystemInMessages],
+        rules: &[Rule::AnthropicSystemMessagePlacement],
         inject: system_in_messages,
     },
     Kind {

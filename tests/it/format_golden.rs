@@ -124,12 +124,17 @@ fn anthropic_parallel_calls_thinking_and_server_tools() {
 }
 
 #[test]
-fn anthropic_has_no_system_role_inside_messages() {
+fn anthropic_system_message_cannot_open_messages() {
     let text = r#"[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]"#;
     let t = read(text, Format::AnthropicMessages);
     assert_eq!(
         violations(&t),
-        [(Rule::AnthropicSystemInMessages, String::new(), false, 0)]
+        [(
+            Rule::AnthropicSystemMessagePlacement,
+            String::new(),
+            false,
+            0
+        )]
     );
 }
 

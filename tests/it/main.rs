@@ -25,6 +25,7 @@ mod readers_cases;
 mod reasoning_strategies;
 mod reliability;
 mod reliability_hashing;
+mod rules_2026;
 mod sampled;
 mod sessions;
 mod snapshot;

@@ -3,9 +3,13 @@
 //! `failed`, `error`; several responses back to back (an agent loop's recording).
 //!
 //! Each output item is one record, as the Responses reader makes one message of each
-//! input item: `function_call` (and the other call items paired by `call_id`) a
-//! `tool_use` record, `reasoning` and `message` assistant records, any other item
-//! (`web_search_call`, `tool_search_call`, ...) a plain assistant record. The item
+//! input item: `function_call` (and the other call items paired by `call_id`,
+//! `apply_patch_call` too) a `tool_use` record, as is an `mcp_approval_request` (by
+//! its `id`, which the client's `mcp_approval_response` answers) and a
+//! `tool_search_call` with a `call_id` (a server call when `execution` is `server`,
+//! answered by the `tool_search_output` in the same stream, a `tool_result`
+//! record); `reasoning` and `message` assistant records, any other item
+//! (`web_search_call`, `configuration_update`, ...) a plain assistant record. The item
 //! after a `reasoning` item is bound to it (the API refuses one without the other).
 //! The final `arguments` of `function_call_arguments.done` / `output_item.done` are
 //! kept. The response's `output_tokens` replaces the estimate at its end.
@@ -58,6 +62,12 @@ struct Item<'a> {
     input: Option<&'a RawValue>,
     #[serde(borrow, default)]
     encrypted_content: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    operation: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    execution: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -168,8 +178,12 @@ impl State {
                     self.open(at, out, &item)?;
                 }
                 match opt_str(&item.kind) {
-                    Some(k) if PAIRED_CALLS.contains(&k) => {
-                        if let Some(args) = item.arguments.or(item.input) {
+                    Some(k)
+                        if PAIRED_CALLS.contains(&k)
+                            || k == "mcp_approval_request"
+                            || k == "tool_search_call" =>
+                    {
+                        if let Some(args) = item.arguments.or(item.input).or(item.operation) {
                             out.final_arguments(at, &string_or_json(Some(args)))?;
                         }
                     }
@@ -252,17 +266,42 @@ impl State {
         let bound = self.after_reasoning;
         self.after_reasoning = kind == "reasoning";
         self.open_item = Some(opt_str(&item.id).unwrap_or_default().to_owned());
-        let content = if PAIRED_CALLS.contains(&kind) {
-            let id = opt_str(&item.call_id)
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| at.malformed(format!("{kind} item without a call_id")))?;
-            let name = opt_str(&item.name).unwrap_or(kind).to_owned();
+        let call_id = opt_str(&item.call_id).filter(|id| !id.is_empty());
+        let call = PAIRED_CALLS.contains(&kind)
+            || kind == "mcp_approval_request"
+            || (kind == "tool_search_call" && call_id.is_some());
+        if kind == "tool_search_output" {
+            if let Some(id) = call_id {
+                let content = Content::ServerResult {
+                    id: CallId::from(id),
+                    kind: kind.to_owned(),
+                    content: String::new(),
+                };
+                out.open(at, content, bound, 0)?;
+                if let Some(tools) = item.tools {
+                    out.piece(at, Piece::Text, tools.get())?;
+                }
+                return Ok(());
+            }
+        }
+        let content = if call {
+            let id = if kind == "mcp_approval_request" {
+                opt_str(&item.id).filter(|id| !id.is_empty())
+            } else {
+                call_id
+            }
+            .ok_or_else(|| at.malformed(format!("{kind} item without a call_id")))?;
+            let name = match kind {
+                "tool_search_call" => "tool_search",
+                _ => opt_str(&item.name).unwrap_or(kind),
+            }
+            .to_owned();
             let tokens = out.count(&name);
             let content = Content::Call {
                 id: CallId::from(id),
                 name,
                 arguments: String::new(),
-                server: false,
+                server: kind == "tool_search_call" && opt_str(&item.execution) == Some("server"),
                 signature: None,
                 truncated: false,
             };
@@ -270,6 +309,7 @@ impl State {
             let initial = item
                 .arguments
                 .or(item.input)
+                .or(item.operation)
                 .map(|a| string_or_json(Some(a)));
             if let Some(initial) = initial.filter(|a| !a.is_empty()) {
                 out.piece(at, Piece::Text, &initial)?;

@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Rule, RuleViolation, Segment, check_rules, gemini};
-use crate::format::{Block, Format, Message, Role, Transcript};
+use super::{Rule, RuleViolation, Segment, check_rules, gemini, invalidated_thinking};
+use crate::format::{Block, Control, Format, Message, Role, Transcript};
 
 /// Checks `after`, a rewrite of `before` (the same conversation, compacted or edited),
 /// against the provider rules ([`check_rules`] of `after`) and the rules that compare
@@ -22,7 +22,18 @@ use crate::format::{Block, Format, Message, Role, Transcript};
 ///   last user message) that followed a reasoning item in `before` follows another
 ///   one, or none, in `after` (reasoning of earlier turns may be dropped);
 /// - [`Rule::GeminiMissingThoughtSignature`] also when `before` carries signatures and
-///   `after` lost them all.
+///   `after` lost them all;
+/// - [`Rule::ThinkingPrefixChanged`]: a thinking block or reasoning item of `after`
+///   whose prefix the rewrite changed, or a Responses item with a server `id` whose
+///   reasoning went ([`invalidated_thinking`]);
+/// - [`Rule::ControlItemLost`]: a control block of `before`'s live history
+///   (Anthropic), or its latest `configuration_update` (OpenAI), is not in `after`
+///   byte for byte;
+/// - [`Rule::ToolUnloaded`]: a tool `before` has loaded at its end is not loaded in
+///   `after` ([`Transcript::loaded_tools`]);
+/// - [`Rule::AnthropicTaskBudgetNotCarried`]: `before` sets a task budget and `after`
+///   rewrites its history (its messages are not `before`'s followed by new ones)
+///   without `remaining`.
 ///
 /// Violations name messages and lines of `after`; a lost compaction names where the
 /// live history of `after` starts. **O(blocks)** expected, of both logs.
@@ -33,11 +44,18 @@ pub fn check_against(before: &Transcript, after: &Transcript) -> Vec<RuleViolati
         Format::AnthropicMessages | Format::ClaudeCode => {
             latest_thinking(before, after, &seg, &mut out);
             compaction_lost(before, after, &mut out);
+            prefix_changed(before, after, &seg, &mut out);
+            control_lost(before, after, &mut out);
+            tools_unloaded(before, after, &mut out);
+            task_budget(before, after, &mut out);
         }
         Format::OpenAiResponses | Format::CodexRollout => {
             compaction_lost(before, after, &mut out);
             edited_before_compaction(before, after, &seg, &mut out);
             reasoning_kept(before, after, &seg, &mut out);
+            prefix_changed(before, after, &seg, &mut out);
+            control_lost(before, after, &mut out);
+            tools_unloaded(before, after, &mut out);
         }
         Format::Gemini => {
             let signing = |t: &Transcript| t.messages.iter().any(|m| !m.signed.is_empty());
@@ -266,4 +284,143 @@ fn reasoning_kept(
         }
         previous = Some((b, p));
     }
+}
+
+/// Preserved thinking and reasoning items bound to a prefix the rewrite changed.
+fn prefix_changed(
+    before: &Transcript,
+    after: &Transcript,
+    seg: &Segment<'_>,
+    out: &mut Vec<RuleViolation>,
+) {
+    let anthropic = matches!(after.format, Format::AnthropicMessages | Format::ClaudeCode);
+    for v in invalidated_thinking(before, after) {
+        let (i, k) = (v.message, v.block);
+        let why = match v.changed_at {
+            Some(p) => format!("the prefix before it changed at message {p}"),
+            None => "the block itself is not one the provider produced".to_owned(),
+        };
+        let text = if anthropic {
+            format!(
+                "messages.{i}.content.{k}: Invalid `signature` in `thinking` block. The block is bound to a different conversation. ({why}; with `prefix_mismatch_behavior: \"drop_block\"` the block is dropped silently instead)"
+            )
+        } else if v.server_id {
+            format!(
+                "input[{i}]: the item carries a server `id` but the reasoning item before it was dropped or invalidated ({why}): refused; strip the `id`"
+            )
+        } else {
+            format!(
+                "input[{i}]: a reasoning item after a prefix change is dropped by the model ({why}; not refused)"
+            )
+        };
+        out.push(seg.violation(Rule::ThinkingPrefixChanged, (i, k), None, false, text));
+    }
+}
+
+/// The control blocks a rewrite must keep: every one of `before`'s live history
+/// (Anthropic), or its latest `configuration_update` (OpenAI): (message, block,
+/// print).
+fn controls(t: &Transcript) -> Vec<(usize, usize, u64)> {
+    let mut all = t
+        .messages
+        .iter()
+        .enumerate()
+        .skip(t.live_from())
+        .flat_map(|(i, m)| {
+            m.blocks
+                .iter()
+                .enumerate()
+                .filter(|(k, (b, _))| matches!(b, Block::Control(_)) && m.prints[*k] != 0)
+                .map(move |(k, (b, _))| (i, k, b, m.prints[k]))
+        });
+    match t.format {
+        Format::OpenAiResponses | Format::CodexRollout => all
+            .rfind(|(_, _, b, _)| **b == Block::Control(Control::ConfigurationUpdate))
+            .map(|(i, k, _, p)| (i, k, p))
+            .into_iter()
+            .collect(),
+        _ => all.map(|(i, k, _, p)| (i, k, p)).collect(),
+    }
+}
+
+fn control_lost(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let kept: HashSet<u64> = after
+        .messages
+        .iter()
+        .flat_map(|m| m.prints.iter().copied())
+        .collect();
+    let at = after.live_from();
+    let line = after.messages.get(at).map_or(1, |m| m.line);
+    for (i, k, p) in controls(before) {
+        if kept.contains(&p) {
+            continue;
+        }
+        let name = match &before.messages[i].blocks[k].0 {
+            Block::Control(c) => c.name(),
+            _ => "control",
+        };
+        let was = before.messages[i].block_line(k);
+        out.push(RuleViolation {
+            rule: Rule::ControlItemLost,
+            message: at,
+            line,
+            call_id: None,
+            pending_at_end: false,
+            text: format!("the `{name}` control item of the original (message {i}, line {was}) is missing or changed: control items stay where they were sent, never summarized or moved"),
+        });
+    }
+}
+
+fn tools_unloaded(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let now: HashSet<&str> = after.loaded_tools().into_iter().collect();
+    let at = after.live_from();
+    let line = after.messages.get(at).map_or(1, |m| m.line);
+    let live = before.live_from();
+    for tool in before.loaded_tools() {
+        if now.contains(tool) {
+            continue;
+        }
+        let from = before
+            .tools
+            .iter()
+            .rev()
+            .find(|c| c.loaded && c.tool == tool && c.message >= live)
+            .map_or(0, |c| c.message);
+        out.push(RuleViolation {
+            rule: Rule::ToolUnloaded,
+            message: at,
+            line,
+            call_id: None,
+            pending_at_end: false,
+            text: format!("the tool `{tool}` loaded by message {from} of the original is no longer loaded: the block that loaded it was cleared or summarized (pin it, or re-state the tool)"),
+        });
+    }
+}
+
+/// Whether `after`'s live history is `before`'s with messages appended (or the same):
+/// the byte prints of every message of `before` come first, unchanged.
+fn extends(before: &Transcript, after: &Transcript) -> bool {
+    let was = &before.messages[before.live_from()..];
+    let now = &after.messages[after.live_from()..];
+    was.len() <= now.len() && was.iter().zip(now).all(|(a, b)| a.prints == b.prints)
+}
+
+fn task_budget(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let Some(budget) = before.task_budget else {
+        return;
+    };
+    if extends(before, after) || after.task_budget.is_some_and(|b| b.remaining.is_some()) {
+        return;
+    }
+    let total = budget
+        .total
+        .map_or_else(|| "the total".to_owned(), |t| t.to_string());
+    out.push(RuleViolation {
+        rule: Rule::AnthropicTaskBudgetNotCarried,
+        message: after.live_from(),
+        line: 1,
+        call_id: None,
+        pending_at_end: false,
+        text: format!("the original sets `output_config.task_budget` ({total} tokens) and this rewrite of its history passes no `remaining`: after a client compaction the budget left is carried in `remaining`, or the model's countdown restarts at `total` (not refused)"),
+    });
 }

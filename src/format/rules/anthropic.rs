@@ -1,7 +1,8 @@
 //! Anthropic Messages rules (Claude Code too): a `tool_use` answered in the next
-//! message, a `tool_result` answering the previous one, results before text, no
-//! `system` role inside `messages`; and over the whole log, the placement of
-//! `compaction` blocks.
+//! message, a `tool_result` answering the previous one, results before text, the
+//! placement of mid-conversation `system` messages, a programmatic call's answer
+//! holding only results; and over the whole log, the placement of `compaction`
+//! blocks.
 
 use std::collections::HashSet;
 
@@ -9,20 +10,15 @@ use crate::format::Message;
 
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
-use crate::format::{Block, Role};
+use crate::format::{Block, Note, Role};
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     for i in seg.indices() {
         let m = &seg.messages[i];
         match m.role {
-            Role::System => out.push(seg.violation(
-                Rule::AnthropicSystemInMessages,
-                (i, 0),
-                None,
-                false,
-                format!("messages.{i}: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role."),
-            )),
+            Role::System => placement(seg, i, out),
             Role::Assistant => {
+                programmatic(seg, i, out);
                 let next: HashSet<&CallId> = seg
                     .get(i + 1)
                     .filter(|n| n.role != Role::Assistant)
@@ -149,5 +145,76 @@ pub(super) fn compaction(messages: &[Message], out: &mut Vec<RuleViolation>) {
                 format!("messages.{i}: repeats a message the `compaction` block of message {c} (line {}) summarized: the summarized messages are removed; sent again they count twice (not refused)", messages[c].line),
             ));
         }
+    }
+}
+
+/// Why the `system` message `i` is misplaced, if it is.
+fn misplaced(seg: &Segment<'_>, i: usize) -> Option<String> {
+    let Some(previous) = i.checked_sub(1).and_then(|p| seg.get(p)) else {
+        return Some("it is the first message; a system message cannot open `messages` (use the top-level `system` field)".to_owned());
+    };
+    match previous.role {
+        Role::System => {
+            return Some(
+                "it follows another system message; put both instructions in one".to_owned(),
+            );
+        }
+        Role::Assistant => {
+            let last = previous.blocks.len().saturating_sub(1);
+            if previous.calls().next().is_some() {
+                return Some("it comes between a `tool_use` and its `tool_result`".to_owned());
+            }
+            if !previous.has_note(last, Note::ServerCall) {
+                return Some("it follows an assistant turn that does not end in a server tool use; it goes right after a user or tool-result turn".to_owned());
+            }
+        }
+        _ => {}
+    }
+    match seg.get(i + 1) {
+        Some(next) if next.role != Role::Assistant && next.role != Role::System => Some(
+            "it is followed by a user turn; it goes right before an assistant turn or at the end"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// Mid-conversation system messages, by their placement rules.
+fn placement(seg: &Segment<'_>, i: usize, out: &mut Vec<RuleViolation>) {
+    if let Some(why) = misplaced(seg, i) {
+        out.push(seg.violation(
+            Rule::AnthropicSystemMessagePlacement,
+            (i, 0),
+            None,
+            false,
+            format!("messages.{i}: a mid-conversation system message is misplaced: {why}."),
+        ));
+    }
+}
+
+/// The answer to programmatic calls of assistant message `i` holds only results.
+fn programmatic(seg: &Segment<'_>, i: usize, out: &mut Vec<RuleViolation>) {
+    let m = &seg.messages[i];
+    let Some((_, id, _)) = m
+        .calls()
+        .find(|(k, _, _)| m.has_note(*k, Note::ProgrammaticCall))
+    else {
+        return;
+    };
+    let Some(next) = seg.get(i + 1).filter(|n| n.role == Role::User) else {
+        return;
+    };
+    if let Some(k) = next
+        .blocks
+        .iter()
+        .position(|(b, _)| !matches!(b, Block::Result { .. }))
+    {
+        out.push(seg.violation(
+            Rule::AnthropicProgrammaticResultNotAlone,
+            (i + 1, k),
+            Some(id),
+            false,
+            format!("messages.{}.content.{k}: the message answering a programmatic tool call (a `tool_use` with a code-execution `caller`, {id}) must hold only `tool_result` blocks", i + 1),
+        ));
     }
 }

@@ -10,8 +10,10 @@ use super::{Format, Message, Transcript};
 use crate::CallId;
 
 mod against;
+mod prefix;
 
 pub use against::check_against;
+pub use prefix::{Invalidated, invalidated_thinking};
 mod anthropic;
 mod gemini;
 mod gemini_cli;
@@ -31,8 +33,40 @@ pub enum Rule {
     AnthropicUnexpectedToolResult,
     /// Anthropic rule 3: in a user message the `tool_result` blocks come first.
     AnthropicResultAfterText,
-    /// Anthropic rule 5: there is no `system` role inside `messages`.
-    AnthropicSystemInMessages,
+    /// Anthropic mid-conversation system messages: a `{"role":"system"}` entry of
+    /// `messages` is not first; comes right after a user (or tool-result) turn, or
+    /// an assistant turn ending in a server tool use; comes before an assistant turn
+    /// or at the end; never follows another one (so never between a `tool_use` and
+    /// its `tool_result`).
+    AnthropicSystemMessagePlacement,
+    /// Anthropic programmatic tool calling: the user message answering a `tool_use`
+    /// whose `caller` is a server code-execution tool holds only `tool_result`
+    /// blocks.
+    AnthropicProgrammaticResultNotAlone,
+    /// OpenAI Responses `compaction_trigger`: the last input item of a request, with
+    /// no `id`, never persisted (so never in a Codex rollout).
+    ResponsesCompactionTriggerMisplaced,
+    /// Preserved thinking (Anthropic) and reasoning items (OpenAI): a thinking block
+    /// or reasoning item of the log after is bound to its prefix, which the rewrite
+    /// changed ([`invalidated_thinking`]); or a Responses item with a server `id`
+    /// lost its reasoning item. Needs the log before and after ([`check_against`]).
+    ThinkingPrefixChanged,
+    /// A control item of the log before (an Anthropic `tool_addition`,
+    /// `tool_removal`, `output_config`, `clear_at` or `fallback` block; the latest
+    /// OpenAI `configuration_update`) is missing from, or changed in, the log after:
+    /// control items stay where they were sent. Needs the log before and after
+    /// ([`check_against`]).
+    ControlItemLost,
+    /// The tool manifest: a tool the log before loaded (by a `tool_reference`, a
+    /// `tool_addition`, a `tool_search_output`) is not loaded in the log after: the
+    /// block that loaded it was cleared or summarized. Needs the log before and after
+    /// ([`check_against`]).
+    ToolUnloaded,
+    /// Anthropic task budgets: a request that rewrote the history of one with an
+    /// `output_config.task_budget` (a client compaction) passes `remaining`, what is
+    /// left of the budget; without it the model's countdown restarts at `total`. Needs
+    /// the log before and after ([`check_against`]).
+    AnthropicTaskBudgetNotCarried,
     /// OpenAI Chat rule 1: each call id is answered in the run of tool messages right
     /// after the assistant message.
     ChatCallWithoutResponse,
@@ -112,7 +146,15 @@ impl Rule {
             Rule::AnthropicToolUseWithoutResult => "anthropic/tool-use-without-result",
             Rule::AnthropicUnexpectedToolResult => "anthropic/unexpected-tool-result",
             Rule::AnthropicResultAfterText => "anthropic/tool-result-after-text",
-            Rule::AnthropicSystemInMessages => "anthropic/system-role-in-messages",
+            Rule::AnthropicSystemMessagePlacement => "anthropic/system-message-placement",
+            Rule::AnthropicProgrammaticResultNotAlone => "anthropic/programmatic-result-not-alone",
+            Rule::ResponsesCompactionTriggerMisplaced => {
+                "openai-responses/compaction-trigger-misplaced"
+            }
+            Rule::ThinkingPrefixChanged => "reasoning/prefix-changed",
+            Rule::ControlItemLost => "compaction/control-item-lost",
+            Rule::ToolUnloaded => "compaction/tool-unloaded",
+            Rule::AnthropicTaskBudgetNotCarried => "anthropic/task-budget-remaining-missing",
             Rule::ChatCallWithoutResponse => "openai-chat/tool-call-without-response",
             Rule::ChatToolWithoutCalls => "openai-chat/tool-without-tool-calls",
             Rule::ChatToolCallIdNotFound => "openai-chat/tool-call-id-not-found",
@@ -209,6 +251,9 @@ pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation
     match format {
         Format::AnthropicMessages | Format::ClaudeCode => anthropic::compaction(messages, &mut out),
         Format::Gemini => gemini::signatures(messages, false, &mut out),
+        Format::OpenAiResponses | Format::CodexRollout => {
+            openai_responses::compaction_trigger(format, messages, &mut out)
+        }
         _ => {}
     }
     let mut start = 0;

@@ -9,7 +9,42 @@ use std::collections::HashSet;
 
 use super::{Rule, RuleViolation, Segment};
 use crate::CallId;
-use crate::format::Block;
+use crate::format::{Block, Control, Format, Message};
+
+/// `compaction_trigger`: the last input item of a request, with no `id`, never
+/// persisted (so never in a Codex rollout, and never followed by another item).
+pub(super) fn compaction_trigger(
+    format: Format,
+    messages: &[Message],
+    out: &mut Vec<RuleViolation>,
+) {
+    let seg = Segment::whole(messages);
+    for (i, m) in messages.iter().enumerate() {
+        if m.blocks.first().map(|(b, _)| b) != Some(&Block::Control(Control::CompactionTrigger)) {
+            continue;
+        }
+        let why = if format == Format::CodexRollout {
+            Some(
+                "a rollout persists it; it is sent once, as a request's last input item, and never stored",
+            )
+        } else if i + 1 < messages.len() {
+            Some("it must be the final input item")
+        } else if !m.signed.is_empty() {
+            Some("it carries an `id`; it is never persisted, so it has none")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.push(seg.violation(
+                Rule::ResponsesCompactionTriggerMisplaced,
+                (i, 0),
+                None,
+                false,
+                format!("input[{i}]: `compaction_trigger` is misplaced: {why}."),
+            ));
+        }
+    }
+}
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
     let mut called: HashSet<&CallId> = HashSet::new();
