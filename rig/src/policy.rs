@@ -43,6 +43,9 @@ pub struct Turn {
     /// pipeline still runs: its strategies act only at legal cuts and never touch a
     /// pending call, so what they reclaim before the calls in flight is safe.
     pub report: Option<PipelineReport>,
+    /// The calls in flight when the pass ran (tool uses without a result in the
+    /// history), in log order: every strategy left them, and their messages, alone.
+    pub in_flight: Vec<String>,
     /// Messages appended since the last pass.
     pub appended: usize,
     /// Whether the history was rebuilt from the messages given (they did not extend
@@ -201,7 +204,13 @@ impl Session {
     /// [`ConvertError::Mismatch`] if the pipeline's report does not fit the parts (a
     /// bug, never expected).
     pub fn compact(&mut self) -> Result<Turn, ConvertError> {
-        let decision = self.trigger.decide(self.history.log().tracker());
+        let tracker = self.history.log().tracker();
+        let decision = self.trigger.decide(tracker);
+        let in_flight = tracker
+            .pending_calls()
+            .iter()
+            .map(|p| p.id.to_string())
+            .collect();
         let report = match decision {
             Decision::Nothing => None,
             _ => {
@@ -220,6 +229,7 @@ impl Session {
         Ok(Turn {
             decision,
             report,
+            in_flight,
             appended,
             rebuilt: false,
         })
@@ -300,11 +310,12 @@ impl CutpointPolicy {
     }
 
     /// Feeds `messages` (the caller's whole history) and compacts: **O(new messages +
-    /// one message compared)** to feed, then [`Session::compact`], then the rendering.
+    /// one message compared)** to feed (only the new messages are cloned), then
+    /// [`Session::compact`], then the rendering.
     ///
     /// # Errors
     /// [`MemoryError::Policy`] naming the message and part the tracker refused.
-    pub fn run(&self, messages: Vec<Message>) -> Result<(Vec<Message>, Turn), MemoryError> {
+    pub fn run(&self, messages: &[Message]) -> Result<(Vec<Message>, Turn), MemoryError> {
         let mut state = self
             .state
             .lock()
@@ -324,8 +335,8 @@ impl CutpointPolicy {
         };
         state.fed = messages.len();
         state.last = messages.last().cloned();
-        for m in messages.into_iter().skip(skip) {
-            if let Err(e) = state.session.push(m) {
+        for m in &messages[skip..] {
+            if let Err(e) = state.session.push(m.clone()) {
                 // The history no longer follows the caller's: start over next time.
                 state.fed = 0;
                 state.last = None;
@@ -342,7 +353,7 @@ impl CutpointPolicy {
 
 impl MemoryPolicy for CutpointPolicy {
     fn apply(&self, messages: Vec<Message>) -> Result<Vec<Message>, MemoryError> {
-        self.run(messages).map(|(kept, _)| kept)
+        self.run(&messages).map(|(kept, _)| kept)
     }
 }
 
@@ -526,7 +537,7 @@ impl rig_agent::agent::AgentHook for CutpointHook {
         use rig_agent::agent::CompletionCallAction;
         use rig_agent::agent::RequestPatch;
         // Incremental: the run's history extends the one seen at the previous call.
-        let action = match self.policy.run(event.history.to_vec()) {
+        let action = match self.policy.run(event.history) {
             Ok((history, _)) => CompletionCallAction::Patch(RequestPatch::new().history(history)),
             Err(e) => CompletionCallAction::Stop(format!("cutpoint: {e}")),
         };

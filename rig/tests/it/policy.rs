@@ -27,7 +27,7 @@ fn feed(policy: &CutpointPolicy, messages: &[Message], ledger: bool) -> usize {
     while upto < messages.len() {
         let step = if turns % 3 == 0 { 1 } else { 2 };
         let next = (upto + step).min(messages.len());
-        let (out, turn) = policy.run(messages[..next].to_vec()).unwrap();
+        let (out, turn) = policy.run(&messages[..next]).unwrap();
         assert!(!turn.rebuilt, "turn {turns}: rebuilt");
         compacted += usize::from(
             turn.report
@@ -56,7 +56,7 @@ fn every_preset_fed_turn_by_turn_keeps_pairs_pending_calls_and_ledger() {
         // (slide, truncate) to meet the budget.
         let compacted = feed(&policy, &messages, preset != Preset::Aggressive);
         assert!(compacted > 0, "{preset}: never compacted");
-        let (out, turn) = policy.run(messages.clone()).unwrap();
+        let (out, turn) = policy.run(&messages).unwrap();
         assert_eq!(turn.appended, 0);
         let c = check(&messages, &out, BUDGET, &HeuristicTokenCounter::default());
         assert!(
@@ -117,7 +117,7 @@ fn in_flight() -> Vec<Message> {
 fn defers_naming_the_calls_in_flight_then_compacts_when_they_land() {
     let mut messages = in_flight();
     let policy = CutpointPolicy::new(BUDGET);
-    let (out, turn) = policy.run(messages.clone()).unwrap();
+    let (out, turn) = policy.run(&messages).unwrap();
     let Decision::Wait(wait) = &turn.decision else {
         panic!("expected a deferral, got {:?}", turn.decision);
     };
@@ -146,7 +146,7 @@ fn defers_naming_the_calls_in_flight_then_compacts_when_they_land() {
     messages.push(Message::Assistant(AssistantMessage::new(vec![
         AssistantContent::Text(Text::new("done")),
     ])));
-    let (out, turn) = policy.run(messages.clone()).unwrap();
+    let (out, turn) = policy.run(&messages).unwrap();
     assert!(
         matches!(turn.decision, Decision::CompactNow(_)),
         "{:?}",
@@ -162,11 +162,11 @@ fn a_history_that_does_not_extend_the_last_one_is_rebuilt() {
     let a = synth::session(10, 60, false);
     let b = synth::session(11, 60, false);
     let policy = CutpointPolicy::new(BUDGET);
-    assert!(!policy.run(a.clone()).unwrap().1.rebuilt);
-    assert!(policy.run(b.clone()).unwrap().1.rebuilt);
+    assert!(!policy.run(&a).unwrap().1.rebuilt);
+    assert!(policy.run(&b).unwrap().1.rebuilt);
     // Shorter than before: rebuilt too.
-    assert!(policy.run(b[..30].to_vec()).unwrap().1.rebuilt);
-    let (out, turn) = policy.run(b.clone()).unwrap();
+    assert!(policy.run(&b[..30]).unwrap().1.rebuilt);
+    let (out, turn) = policy.run(&b).unwrap();
     assert!(!turn.rebuilt);
     let c = check(&b, &out, BUDGET, &HeuristicTokenCounter::default());
     assert!(c.pairs_and_ledger_ok(), "{c:?}");
