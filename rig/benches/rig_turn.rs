@@ -88,7 +88,7 @@ fn per_turn(c: &mut Criterion) {
                             block_on(memory.append(&id, step)).unwrap();
                             let out = block_on(memory.load(&id)).unwrap();
                             total += start.elapsed();
-                            criterion::black_box(out);
+                            std::hint::black_box(out);
                             done += 1;
                         }
                     }

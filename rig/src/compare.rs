@@ -1,5 +1,5 @@
 //! rig-memory's policies and cutpoint's side by side, in one process, on the same
-//! histories, each output judged by the one [checker](crate::check). For this crate's
+//! histories, each output judged by the one [checker](crate::check::check). For this crate's
 //! tests and the `side_by_side` example (not a stable API).
 
 use std::fmt::Write as _;
