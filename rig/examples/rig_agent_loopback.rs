@@ -188,10 +188,10 @@ async fn serve(listener: TcpListener, bodies: Arc<Mutex<Vec<String>>>) {
                     if line == "\r\n" {
                         break;
                     }
-                    if let Some((k, v)) = line.split_once(':') {
-                        if k.eq_ignore_ascii_case("content-length") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
+                    if let Some((k, v)) = line.split_once(':')
+                        && k.eq_ignore_ascii_case("content-length")
+                    {
+                        length = v.trim().parse().unwrap_or(0);
                     }
                 }
                 let mut body = vec![0; length];

@@ -161,10 +161,10 @@ pub fn check(
     if !removed.is_empty() {
         for line in text.lines() {
             for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
-                if let Some((id, args)) = removed.get_key_value(word) {
-                    if line.contains(args) {
-                        found.insert(id);
-                    }
+                if let Some((id, args)) = removed.get_key_value(word)
+                    && line.contains(args)
+                {
+                    found.insert(id);
                 }
             }
         }

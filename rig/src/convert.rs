@@ -341,10 +341,10 @@ impl History {
         let mut out = Vec::new();
         let mut current: Option<Building> = None;
         for (entry, slot) in self.log.entries().iter().zip(&self.slots) {
-            if !entry.record.is_bound_to_previous() {
-                if let Some(b) = current.take() {
-                    out.push(b.finish());
-                }
+            if !entry.record.is_bound_to_previous()
+                && let Some(b) = current.take()
+            {
+                out.push(b.finish());
             }
             let Some(slot) = slot else {
                 // A summary record: one message of its own.

@@ -40,7 +40,7 @@ pub(crate) fn openai_chat() -> Vec<(String, usize, Vec<Message>)> {
             Some(Format::OpenAiChat),
             "{name}"
         );
-        let t = format::read(&text, Format::OpenAiChat, &ByteEstimate::default())
+        let t = format::read(&text, Format::OpenAiChat, &ByteEstimate)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let violations = format::check_rules(&t).len();
         out.push((name.clone(), violations, to_rig(&name, &text)));
