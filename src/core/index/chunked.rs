@@ -215,7 +215,7 @@ mod tests {
             let mut b: VecDeque<u32> = VecDeque::new();
             for step in 0..200u32 {
                 match rng() % 6 {
-                    0 | 1 | 2 => {
+                    0..=2 => {
                         a.push_back(step);
                         b.push_back(step);
                     }

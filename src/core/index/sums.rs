@@ -12,6 +12,10 @@ use super::{B, Replacement};
 /// needs no bounds: slots before the first record (only in the first block, after a
 /// compaction) hold 0, and slots after the last record hold the type's maximum.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the large variant is the common one, inline on purpose: no pointer to chase"
+)]
 enum Offsets {
     /// All offsets fit in `u32`: the normal case. Inline, so that a block is one
     /// contiguous run of 264 bytes in its chunk, reached without a pointer.
