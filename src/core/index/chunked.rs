@@ -3,10 +3,11 @@
 //! A `VecDeque` doubles its buffer and copies everything into the new one: at 10^7
 //! records that is tens of MB copied at once by one unlucky `append`, and up to half
 //! the buffer idle afterwards. [`Chunked`] allocates `C` elements at a time and never
-//! moves an element once written: pushing is **O(1)** worst case (one allocation of a
-//! chunk every `C` pushes; the table of chunk pointers, `1 / C` of the elements, is the
-//! only thing that doubles), popping from the front frees whole chunks, and the slack
-//! is at most one chunk at each end.
+//! moves an element once its chunk is full: pushing is **O(C)** worst case (one
+//! allocation of a chunk every `C` pushes; the first chunk of a fresh deque doubles up
+//! to `C` from 4, so short logs stay small; the table of chunk pointers, `1 / C` of the
+//! elements, is the only other thing that doubles), popping from the front frees whole
+//! chunks, and the slack is at most one chunk at each end.
 
 use std::collections::VecDeque;
 use std::ops::{Index, IndexMut};
@@ -82,7 +83,11 @@ impl<T, const C: usize> Chunked<T, C> {
         match self.chunks.back_mut() {
             Some(last) if last.len() < C => last.push(value),
             _ => {
-                let mut chunk = Vec::with_capacity(C);
+                // A fresh deque's first chunk starts small and doubles up to `C` (a
+                // copy of at most `C` elements), so a short log does not hold a
+                // whole chunk; every later chunk is allocated whole.
+                let first = if self.chunks.is_empty() { C.min(4) } else { C };
+                let mut chunk = Vec::with_capacity(first);
                 chunk.push(value);
                 self.chunks.push_back(chunk);
             }
@@ -150,10 +155,9 @@ impl<T, const C: usize> Chunked<T, C> {
         self.slices(0, self.len).flatten()
     }
 
-    /// Bytes of heap held: every chunk's buffer (whole, `C` elements) and the chunk
-    /// table. **O(1)**.
+    /// Bytes of heap held: every chunk's buffer and the chunk table. **O(chunks)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.chunks.len() * C * std::mem::size_of::<T>()
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<T>()
             + self.chunks.capacity() * std::mem::size_of::<Vec<T>>()
     }
 
