@@ -14,6 +14,16 @@
 //!
 //! The `sampled` and `sampled_bitmap` answers are checked against the tracker's before
 //! timing.
+//!
+//! The `query_latency` group times one query at a time: each target is drawn from a
+//! generator inside the loop and made to depend on the previous answer (through a zero
+//! the compiler cannot see), so queries cannot overlap and the targets never repeat
+//! into warm cache lines; `dram_load` beside it is one dependent random load from a
+//! 256 MB random cyclic permutation (`cutpoint::testing::latency`), measured in the
+//! same run, so `query_latency / dram_load` is the query's cost in dependent DRAM loads.
+//!
+//! `CUTPOINT_QUERY_SIZES=1000,10000000` limits the sizes built (criterion's filter
+//! only skips the timing, not building the logs).
 
 use std::time::Duration;
 
@@ -22,6 +32,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 #[allow(dead_code, reason = "this bench uses part of the prototype")]
 mod sampled;
 use cutpoint::Tracker;
+use cutpoint::testing::latency::DependentLoads;
 use cutpoint::testing::reference;
 use cutpoint::testing::synth::{Rng, Session};
 use sampled::{SampledIndex, partition_point_from_end};
@@ -108,11 +119,22 @@ impl Sampled {
     }
 }
 
+/// The sizes to build: `CUTPOINT_QUERY_SIZES` (comma-separated) or 10^3..10^7.
+fn sizes() -> Vec<usize> {
+    match std::env::var("CUTPOINT_QUERY_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect(),
+        Err(_) => vec![1_000, 10_000, 100_000, 1_000_000, 10_000_000],
+    }
+}
+
 fn query(c: &mut Criterion) {
     let mut group = c.benchmark_group("select_legal_cut");
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
-    for n in [1_000usize, 10_000, 100_000, 1_000_000, 10_000_000] {
+    for n in sizes() {
         let records = Session::records(7, n);
         let tracker = Tracker::from_records(records.clone()).expect("valid");
         let ts = targets(tracker.total_tokens(), 1 << 12);
@@ -167,5 +189,42 @@ fn query(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, query);
+/// One query at a time at fresh random targets, beside one dependent DRAM load.
+fn latency(c: &mut Criterion) {
+    let mut group = c.benchmark_group("query_latency");
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
+    let chase = DependentLoads::new(256 << 20, 5);
+    group.bench_function("dram_load", |b| {
+        let mut at = 0u32;
+        b.iter(|| {
+            at = chase.step(at);
+            at
+        })
+    });
+    drop(chase);
+    for n in sizes() {
+        let tracker = Tracker::from_records(Session::records(7, n)).expect("valid");
+        let total = tracker.total_tokens();
+        let zero = black_box(0u64);
+        group.bench_function(BenchmarkId::new("tracker", n), |b| {
+            let mut rng = Rng::new(42);
+            let mut last = 0u64;
+            b.iter(|| {
+                // `last & zero` is 0, but only at run time: the next target waits for
+                // this answer.
+                let t = (rng.next_u64() % total) ^ (last & zero);
+                let got = tracker.select_legal_cut(t, LOOKBACK);
+                last = match got {
+                    Ok(c) => c as u64,
+                    Err(d) => d.floor as u64,
+                };
+                last
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, latency, query);
 criterion_main!(benches);

@@ -3,16 +3,21 @@
 //!
 //! Wall-clock timings of whole loops (not criterion's statistics): the best of three
 //! runs for the append rates at up to 10^6 records, one run above; query latencies are
-//! means over seeded random targets. `cargo bench` gives the careful numbers.
+//! means over seeded random targets, at every power of ten up to the session, and also
+//! as a multiple of one dependent DRAM load measured in the same run (a pointer chase
+//! over a 256 MB random cyclic permutation). The input is generated in batches outside
+//! the clock, so `--records 100000000` needs only the tracker's memory (about 1.2 GB)
+//! and one batch. `cargo bench` gives the careful numbers.
 
 use std::hint::black_box;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cutpoint::Tracker;
+use cutpoint::testing::latency::DependentLoads;
 use cutpoint::testing::reference;
 use cutpoint::testing::synth::{Rng, Session};
+use cutpoint::{Record, Tracker};
 
 /// Arguments of `cutpoint bench`.
 #[derive(clap::Args)]
@@ -51,9 +56,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
+/// Records generated per batch while appending: generation stays outside the clock
+/// and the input never has to fit in memory at once (10^8 records of input would be
+/// several GB).
+const BATCH: usize = 1 << 20;
+/// The pointer chase's array: far larger than any cache.
+const CHASE_BYTES: usize = 256 << 20;
+
 fn measure(args: &Args) -> Result<String, String> {
     let n = usize::try_from(args.records).map_err(|_| "--records too large".to_owned())?;
-    let records = Session::records(args.seed, n);
     let runs = if n <= 1_000_000 { 3 } else { 1 };
 
     let mut report = String::new();
@@ -61,18 +72,37 @@ fn measure(args: &Args) -> Result<String, String> {
         report.push_str(&format!("{label:<44}{value}\n"));
     };
 
-    // Append, realistic: clone outside the clock, keep the fastest run.
+    // One dependent DRAM load, measured now: the unit the query is reported in.
+    let chase = DependentLoads::new(CHASE_BYTES, args.seed);
+    let load_ns = chase.ns_per_load(2_000_000);
+    drop(chase);
+    line(
+        "one dependent DRAM load",
+        format!(
+            "{load_ns:.0} ns (pointer chase over a {} MB random cycle)",
+            CHASE_BYTES >> 20
+        ),
+    );
+
+    // Append, realistic: generated in batches outside the clock, fastest run kept.
     let mut best = Duration::MAX;
     let mut tracker = Tracker::new();
     for _ in 0..runs {
-        let input = records.clone();
-        let start = Instant::now();
+        let mut session = Session::new(args.seed);
         let mut t = Tracker::new();
-        for (at, record) in input.into_iter().enumerate() {
-            t.append(record)
-                .map_err(|e| format!("generated record {at} refused: {e}"))?;
+        let mut took = Duration::ZERO;
+        let mut at = 0;
+        while at < n {
+            let batch: Vec<Record> = session.by_ref().take(BATCH.min(n - at)).collect();
+            let start = Instant::now();
+            for record in batch {
+                t.append(record)
+                    .map_err(|e| format!("generated record {at} refused: {e}"))?;
+                at += 1;
+            }
+            took += start.elapsed();
         }
-        best = best.min(start.elapsed());
+        best = best.min(took);
         tracker = t;
     }
     let calls = tracker.completed_calls() + tracker.pending_count();
@@ -86,6 +116,39 @@ fn measure(args: &Args) -> Result<String, String> {
         ),
     );
     line("append, realistic (string call ids)", rate(n, best));
+    line(
+        "memory (Tracker::heap_bytes)",
+        format!("{:.1} bytes/record", tracker.heap_bytes() as f64 / n as f64),
+    );
+
+    // The query at every power of ten up to the session, then at the session.
+    let mut sizes: Vec<usize> = std::iter::successors(Some(1_000usize), |s| s.checked_mul(10))
+        .take_while(|&s| s < n)
+        .collect();
+    sizes.push(n);
+    for &size in &sizes {
+        let (ns, overlapped) = if size == n {
+            (
+                query_latency_ns(&tracker, args.seed),
+                tracker_query_ns(&tracker, args.seed),
+            )
+        } else {
+            let small = Tracker::from_records(Session::new(args.seed).take(size))
+                .map_err(|e| format!("generated prefix refused: {e}"))?;
+            (
+                query_latency_ns(&small, args.seed),
+                tracker_query_ns(&small, args.seed),
+            )
+        };
+        line(
+            &format!("select_legal_cut at {size} records"),
+            format!(
+                "{ns:.0} ns/query = {:.2} DRAM loads (one at a time); {overlapped:.0} ns back to back",
+                ns / load_ns
+            ),
+        );
+    }
+    drop(tracker);
 
     let mut best = Duration::MAX;
     for _ in 0..runs {
@@ -101,20 +164,9 @@ fn measure(args: &Args) -> Result<String, String> {
     }
     line("append, without call ids", rate(n, best));
 
-    let per_query = tracker_query_ns(&tracker, args.seed);
-    line(
-        &format!("select_legal_cut at {n} records"),
-        format!("{per_query:.0} ns/query (mean over {QUERIES} random targets)"),
-    );
-    line(
-        "memory (Tracker::heap_bytes)",
-        format!("{:.1} bytes/record", tracker.heap_bytes() as f64 / n as f64),
-    );
-    drop(tracker);
-
     // The reference, on a prefix small enough for its O(n x window) queries.
     let m = n.min(args.reference_records as usize);
-    let prefix = &records[..m];
+    let prefix: Vec<Record> = Session::new(args.seed).take(m).collect();
     let small = Tracker::from_records(prefix.iter().cloned())
         .map_err(|e| format!("generated prefix refused: {e}"))?;
     let fast = tracker_query_ns(&small, args.seed);
@@ -122,7 +174,7 @@ fn measure(args: &Args) -> Result<String, String> {
     let start = Instant::now();
     let mut done = 0;
     while done < targets.len() && (done < 10 || start.elapsed() < Duration::from_secs(1)) {
-        black_box(reference::select_legal_cut(prefix, targets[done], LOOKBACK).ok());
+        black_box(reference::select_legal_cut(&prefix, targets[done], LOOKBACK).ok());
         done += 1;
     }
     let slow = start.elapsed().as_nanos() as f64 / done as f64;
@@ -137,7 +189,8 @@ fn measure(args: &Args) -> Result<String, String> {
     Ok(report)
 }
 
-/// Mean nanoseconds of `select_legal_cut` over seeded random targets.
+/// Mean nanoseconds of `select_legal_cut` over seeded random targets, back to back
+/// (independent queries may overlap in the CPU).
 fn tracker_query_ns(tracker: &Tracker, seed: u64) -> f64 {
     let targets = random_targets(tracker.total_tokens(), seed, QUERIES);
     let start = Instant::now();
@@ -145,6 +198,28 @@ fn tracker_query_ns(tracker: &Tracker, seed: u64) -> f64 {
         black_box(tracker.select_legal_cut(t, LOOKBACK).ok());
     }
     start.elapsed().as_nanos() as f64 / targets.len() as f64
+}
+
+/// Mean nanoseconds of `select_legal_cut` one at a time: each target drawn in the loop
+/// (never repeating into warm lines) and made to wait for the previous answer through
+/// a zero the compiler cannot see, so queries cannot overlap: the latency, comparable
+/// with one dependent load.
+fn query_latency_ns(tracker: &Tracker, seed: u64) -> f64 {
+    let total = tracker.total_tokens().max(1);
+    let zero = black_box(0u64);
+    let mut rng = Rng::new(seed ^ 0x51ed_270b);
+    let mut last = 0u64;
+    let start = Instant::now();
+    for _ in 0..QUERIES {
+        let t = (rng.next_u64() % total) ^ (last & zero);
+        last = match tracker.select_legal_cut(t, LOOKBACK) {
+            Ok(c) => c as u64,
+            Err(d) => d.floor as u64,
+        };
+    }
+    let took = start.elapsed();
+    black_box(last);
+    took.as_nanos() as f64 / QUERIES as f64
 }
 
 fn random_targets(total: u64, seed: u64, count: usize) -> Vec<u64> {

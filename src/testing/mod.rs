@@ -4,6 +4,7 @@
 //! crate's own tests, benches, examples, fuzz targets and the CLI's `bench` use them;
 //! they are not part of the stable API.
 
+pub mod latency;
 pub mod observe;
 pub mod reference;
 pub mod synth;

@@ -11,6 +11,7 @@ mod events;
 mod faults;
 mod format_golden;
 mod format_robustness;
+mod index_diff;
 mod jsonl;
 mod jsonl_entries;
 mod layout;

@@ -1,9 +1,12 @@
 //! The legal cuts as a bitmap (see the [module docs](super)).
 
+use super::chunked::Chunked;
 use crate::core::invariants::{ensure, ensure_eq};
-use std::collections::VecDeque;
 
 use super::{B, MAX_RECORDS, Remap, Replacement};
+
+/// Bitmap words per chunk of storage (4 KB, 32,768 positions).
+const WORDS_CHUNK: usize = 512;
 
 /// The legal cut positions, as one bit per position (bit `head + c` for cut `c`).
 /// Position 0 is always legal.
@@ -18,7 +21,7 @@ use super::{B, MAX_RECORDS, Remap, Replacement};
 /// the largest legal cut; `head < 64`; `words` ends at the word holding `last`.
 #[derive(Clone, Debug)]
 pub(crate) struct LegalCuts {
-    words: VecDeque<u64>,
+    words: Chunked<u64, WORDS_CHUNK>,
     head: usize,
     count: usize,
     last: usize,
@@ -27,7 +30,7 @@ pub(crate) struct LegalCuts {
 impl Default for LegalCuts {
     fn default() -> Self {
         LegalCuts {
-            words: VecDeque::from([1]),
+            words: Chunked::from_iter([1]),
             head: 0,
             count: 1,
             last: 0,
@@ -112,6 +115,14 @@ impl LegalCuts {
         w * B + (B - 1 - bits.leading_zeros() as usize) - self.head
     }
 
+    /// Reads the bitmap word of position `pos` and throws it away: a query calls this
+    /// as soon as it knows roughly where it will look, so that the word's cache line
+    /// is on its way while other loads are outstanding. **O(1)**.
+    #[inline]
+    pub(crate) fn warm(&self, pos: usize) {
+        std::hint::black_box(self.words.get((self.head + pos) / B).copied());
+    }
+
     /// The largest legal cut `<= pos`. Always exists (0 is legal). **O(1)** at or past
     /// the largest cut; otherwise **O(1 + gap / 64)** for a gap of `gap` positions
     /// before `pos` without a legal cut (one word when cuts are dense).
@@ -191,9 +202,7 @@ impl LegalCuts {
                 self.push(c);
             }
         }
-        if self.words.capacity() > 4 * self.words.len() + 16 {
-            self.words.shrink_to(2 * self.words.len());
-        }
+        self.words.shrink();
     }
 
     /// The new positions of the legal cuts in `from..=to` under `remap`, increasing
@@ -252,7 +261,7 @@ impl LegalCuts {
 
     /// Bytes of heap held. **O(1)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.words.capacity() * std::mem::size_of::<u64>()
+        self.words.heap_bytes()
     }
 
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {

@@ -4,25 +4,34 @@
 //! # Layout, and why
 //!
 //! - [`PrefixSums`]: per block, one `u64` *base* (the tokens before the block's first
-//!   record) in a dense deque of bases, and the 64 inclusive sums of its records as
-//!   `u32` offsets from that base in a boxed array of 256 bytes. **4.1-4.3 bytes per
-//!   record** instead of 8 for a plain `u64` per record, and no growth slack on the
-//!   offsets (blocks are allocated one at a time; only the deques of 8-16 bytes per
-//!   block double). A block whose offsets outgrow `u32` (4.29 billion tokens within 64
-//!   records: only absurd inputs) is stored as `u64` offsets instead, so no input is
-//!   refused or truncated.
+//!   record) and the 64 inclusive sums of its records as `u32` offsets from that base,
+//!   stored inline (264 bytes a block with its tag): **4.25 bytes per record** instead
+//!   of 8 for a plain `u64` per record. A block whose offsets outgrow `u32` (4.29
+//!   billion tokens within 64 records: only absurd inputs) is stored as `u64` offsets
+//!   behind a pointer instead, so no input is refused or truncated.
 //! - [`LegalCuts`]: one bit per cut position, **0.125 bytes per record**, plus the
 //!   number of legal cuts and the largest one.
 //!
-//! A search for the record where a token target is reached costs a binary search over
-//! the bases (1/64 of the records: 1.25 MB at 10^7 records, which stays in the L3
-//! cache, its upper levels in L1/L2) and one count over a block's 64 offsets (four
-//! cache lines, loaded together, the only likely miss to main memory). The largest
-//! legal cut at or before a position is one word of the bitmap, or a scan back over
-//! whole words through a stretch without legal cuts (a call pending for a long time);
-//! positions at or past the largest legal cut answer in **O(1)**. Measured against the
-//! earlier layout (sorted lists with a sampled top level) in `cargo bench --bench
-//! query` (numbers in the README).
+//! Bases, blocks and bitmap words live in [`chunked::Chunked`] deques: fixed chunks
+//! (4-33 KB) allocated one at a time, so no append ever copies the history (a
+//! `VecDeque` doubling copied up to 40 MB at 10^7 records and left half of it idle).
+//!
+//! # The query, in loads
+//!
+//! `select_legal_cut` at 10^7 records: a binary search of the bases' upper level
+//! (every 64th base, 20 KB: in L1/L2), a count over the 64 bases under it (eight
+//! lines requested together: **one** miss), then the target's block (its five lines
+//! requested together, all 64 offsets counted so that none waits for another) and,
+//! in parallel with it, the bitmap word of the block's first record
+//! ([`LegalCuts::warm`]): a **second** miss. The largest legal cut at or before the
+//! target is in that word when cuts are dense, and whether it clears the lookback
+//! floor is read off the same block ([`PrefixSums::within_lookback`]); the floor
+//! itself, a gallop back to another block, is found only to explain a deferral. So
+//! about two dependent DRAM loads; measured against one in `cargo bench --bench query
+//! -- query_latency` and `cutpoint bench` (numbers in docs/performance.md). A scan
+//! back through a stretch without legal cuts (a call pending for a long time) adds
+//! one word per 64 positions; positions at or past the largest legal cut answer in
+//! **O(1)**.
 //!
 //! # Compaction
 //!
@@ -191,6 +200,7 @@ pub(crate) fn splice_many<T>(
     }
 }
 
+mod chunked;
 mod cuts;
 mod sums;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Inclusive prefix token sums in blocks of 64 records (see the [module docs](super)).
 
+use super::chunked::Chunked;
 use crate::core::invariants::{ensure, ensure_eq};
-use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 use super::{B, Replacement};
@@ -12,9 +12,14 @@ use super::{B, Replacement};
 /// needs no bounds: slots before the first record (only in the first block, after a
 /// compaction) hold 0, and slots after the last record hold the type's maximum.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the large variant is the common one, inline on purpose: no pointer to chase"
+)]
 enum Offsets {
-    /// All offsets fit in `u32`: the normal case.
-    Narrow(Box<[u32; B]>),
+    /// All offsets fit in `u32`: the normal case. Inline, so that a block is one
+    /// contiguous run of 264 bytes in its chunk, reached without a pointer.
+    Narrow([u32; B]),
     /// Some offset does not: 64 records holding more than `u32::MAX` tokens.
     Wide(Box<[u64; B]>),
 }
@@ -22,7 +27,7 @@ enum Offsets {
 impl Offsets {
     /// A block with no record yet. **O(64)**.
     fn empty() -> Offsets {
-        Offsets::Narrow(Box::new([u32::MAX; B]))
+        Offsets::Narrow([u32::MAX; B])
     }
 
     /// A block of offsets holding `values` at slots `from..`. **O(64)**.
@@ -30,7 +35,7 @@ impl Offsets {
         debug_assert!(from + values.len() <= B);
         let to = from + values.len();
         if values.iter().all(|&v| v <= u64::from(u32::MAX)) {
-            let mut narrow = Box::new([u32::MAX; B]);
+            let mut narrow = [u32::MAX; B];
             narrow[..from].fill(0);
             for (slot, &v) in narrow[from..to].iter_mut().zip(values) {
                 // Checked just above.
@@ -75,16 +80,15 @@ impl Offsets {
     }
 
     /// How many slots hold an offset below `t` (`t > 0`): where `t` would be inserted
-    /// into the non-decreasing block, whose records end at slot `hi`. Three pivots
-    /// pick the 16-slot quarter (one cache line of `u32`s), then its 16 slots are
-    /// counted with vector compares; the pivots' lines load together. **O(1)**: 19
-    /// compares, branch-free.
+    /// into the non-decreasing block, whose records end at slot `hi`. All 64 slots are
+    /// counted with vector compares, so the block's cache lines are all requested at
+    /// once and none waits for another (three pivots picking a quarter, as before,
+    /// made the quarter's line wait for the pivots' in one query of four). **O(1)**:
+    /// 64 compares, branch-free.
     #[inline]
     fn count_below(&self, t: u64, hi: usize) -> usize {
         fn count<T: Copy + PartialOrd>(o: &[T; B], t: T) -> usize {
-            let q = usize::from(o[15] < t) + usize::from(o[31] < t) + usize::from(o[47] < t);
-            let quarter = &o[q * 16..q * 16 + 16];
-            q * 16 + quarter.iter().map(|&v| u32::from(v < t)).sum::<u32>() as usize
+            o.iter().map(|&v| u32::from(v < t)).sum::<u32>() as usize
         }
         match self {
             Offsets::Narrow(o) => match u32::try_from(t) {
@@ -98,11 +102,17 @@ impl Offsets {
 
     fn heap_bytes(&self) -> usize {
         match self {
-            Offsets::Narrow(_) => std::mem::size_of::<[u32; B]>(),
+            // Inline in its chunk, counted there.
+            Offsets::Narrow(_) => 0,
             Offsets::Wide(_) => std::mem::size_of::<[u64; B]>(),
         }
     }
 }
+
+/// Bases per chunk of storage (4 KB).
+const BASES_CHUNK: usize = 512;
+/// Blocks per chunk of storage (128 blocks of 264 bytes: 33 KB, 8,192 records).
+const BLOCKS_CHUNK: usize = 128;
 
 /// Inclusive prefix token sums: record `i`'s sum is the tokens of records `0..=i`.
 ///
@@ -114,8 +124,8 @@ impl Offsets {
 #[derive(Clone, Default, Debug)]
 pub(crate) struct PrefixSums {
     /// `bases[b].wrapping_add(shift)` is the tokens before block `b`'s first record.
-    bases: VecDeque<u64>,
-    offs: VecDeque<Offsets>,
+    bases: Chunked<u64, BASES_CHUNK>,
+    offs: Chunked<Offsets, BLOCKS_CHUNK>,
     head: usize,
     len: usize,
     shift: u64,
@@ -216,6 +226,16 @@ impl PrefixSums {
     /// **O(log(n / 64) + 64)**: a binary search over the bases, then a count in one
     /// block.
     pub(crate) fn first_reaching(&self, target: u64) -> usize {
+        self.first_reaching_then(target, |_| {})
+    }
+
+    /// [`PrefixSums::first_reaching`], calling `found(first)` with the first record of
+    /// the target's block as soon as the block is known and before its offsets are
+    /// read: a query that will read a word of the legal-cut bitmap next to that record
+    /// can request it there, so that its load overlaps the block's instead of waiting
+    /// for it. Same cost.
+    #[inline]
+    pub(crate) fn first_reaching_then(&self, target: u64, found: impl FnOnce(usize)) -> usize {
         if target > self.total || self.len == 0 {
             return self.len;
         }
@@ -226,11 +246,15 @@ impl PrefixSums {
         let shift = self.shift;
         let below = |&b: &u64| b.wrapping_add(shift) < target;
         let n = if self.bases.len() <= 4 * B {
-            let (front, back) = self.bases.as_slices();
-            match front.partition_point(below) {
-                n if n < front.len() => n,
-                n => n + back.partition_point(below),
+            let mut n = 0;
+            for part in self.bases.slices(0, self.bases.len()) {
+                let k = part.partition_point(below);
+                n += k;
+                if k < part.len() {
+                    break;
+                }
             }
+            n
         } else {
             // Bisect the upper level (in cache), then count within its 64 bases:
             // eight cache lines read together instead of six misses in turn.
@@ -241,9 +265,41 @@ impl PrefixSums {
             let j = upper.partition_point(below);
             let lo = (j - 1) * B;
             let hi = (j * B).min(self.bases.len());
-            lo + self.bases.range(lo..hi).filter(|b| below(b)).count()
+            lo + self
+                .bases
+                .slices(lo, hi)
+                .map(|part| part.iter().filter(|b| below(b)).count())
+                .sum::<usize>()
         };
+        found(((n - 1) * B).saturating_sub(self.head));
         self.reaching_in(n - 1, target)
+    }
+
+    /// Whether cut `c <= t` lies at or after [`PrefixSums::floor`]`(t, lookback)`,
+    /// without finding the floor. **O(1)**: the sums of records `t` and `c - 1` (or the
+    /// base of `c`'s block when `c` starts one), which are on the cache lines the
+    /// search for `t` just read when `c` is in or just before `t`'s block. The floor is
+    /// the first `j` with `before(j) >= at(t) - lookback` (or `t`), and `before` never
+    /// decreases, so `c` is at or after it exactly when `before(c)` reaches that
+    /// threshold or `c == t`.
+    #[inline]
+    pub(crate) fn within_lookback(&self, t: usize, lookback: u64, c: usize) -> bool {
+        debug_assert!(c <= t && t < self.len);
+        match self.at(t).checked_sub(lookback).filter(|&th| th > 0) {
+            None => true,
+            Some(threshold) => {
+                let s = self.head + c;
+                let before = if c == 0 {
+                    0
+                } else if s % B == 0 {
+                    // `c <= t < len`, so record `c` has a block and its base is this.
+                    self.base(s / B)
+                } else {
+                    self.at(c - 1)
+                };
+                c == t || before >= threshold
+            }
+        }
     }
 
     /// The first record of block `b` whose inclusive sum reaches `target`, given that
@@ -373,10 +429,8 @@ impl PrefixSums {
         self.total = self.at(self.len - 1);
         // Give back deque space once it is mostly empty: O(blocks), but only after at
         // least that many blocks were dropped, so O(1) amortized per dropped block.
-        if self.offs.capacity() > 4 * self.offs.len() + 16 {
-            self.bases.shrink_to(2 * self.bases.len());
-            self.offs.shrink_to(2 * self.offs.len());
-        }
+        self.bases.shrink();
+        self.offs.shrink();
     }
 
     /// Gives records new token counts in place: `edits` are `(record, tokens)` with the
@@ -496,12 +550,12 @@ impl PrefixSums {
 
     /// Bytes of heap held. **O(n / 64)**.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.bases.capacity() * std::mem::size_of::<u64>()
+        self.bases.heap_bytes()
             + self
                 .upper
                 .get()
                 .map_or(0, |u| u.capacity() * std::mem::size_of::<u64>())
-            + self.offs.capacity() * std::mem::size_of::<Offsets>()
+            + self.offs.heap_bytes()
             + self.offs.iter().map(Offsets::heap_bytes).sum::<usize>()
     }
 

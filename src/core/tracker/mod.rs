@@ -377,11 +377,13 @@ impl Tracker {
 
     /// Finds where to cut so that about `target_tokens` are compacted: the seed's
     /// `select_legal_cut`, without its rescans. **O(log n)**: one search of the block
-    /// bases and one block for the target record, a gallop back from it for the
-    /// floor, and one word of the legal-cut bitmap (a scan back through a stretch
-    /// without legal cuts, **O(gap / 64)**); the first query after a compaction also
-    /// rebuilds the bases' upper level, **O(n / 4096)** (see `src/index.rs`). Plus
-    /// **O(k log k)** over the `k` pending calls when it defers.
+    /// bases and one block for the target record, and one word of the legal-cut
+    /// bitmap (a scan back through a stretch without legal cuts, **O(gap / 64)**):
+    /// about two dependent DRAM loads at 10^7 records (see `src/core/index/mod.rs`).
+    /// The first query after a compaction also rebuilds the bases' upper level,
+    /// **O(n / 4096)**. When it defers: a gallop back from the target for the floor,
+    /// **O(log d)** for a floor `d` blocks back, and **O(k log k)** over the `k`
+    /// pending calls.
     ///
     /// The procedure, exactly as the seed's:
     /// 1. the *target index* is the first record whose inclusive prefix sum reaches
@@ -425,14 +427,24 @@ impl Tracker {
             // `len` is not legal, so len > 0 (cut 0 is always legal).
             (len - 1, len)
         } else {
-            let t = self.sums.first_reaching(target_tokens);
+            // The bitmap word near the target's block is requested while the block
+            // itself loads (see `first_reaching_then`).
+            let t = self
+                .sums
+                .first_reaching_then(target_tokens, |first| self.cuts.warm(first));
             (t, t)
         };
-        let floor = self.sums.floor(target_index, lookback_tokens);
         let best = self.cuts.at_or_before(target_index);
-        if best >= floor {
+        // The floor itself is found only to explain a deferral: whether `best` clears
+        // it reads the sums on the lines just loaded, not a second block further back.
+        if self
+            .sums
+            .within_lookback(target_index, lookback_tokens, best)
+        {
             return Ok(best);
         }
+        let floor = self.sums.floor(target_index, lookback_tokens);
+        debug_assert!(best < floor);
         Err(Defer {
             target_tokens,
             lookback_tokens,
