@@ -87,8 +87,15 @@ fn facts(t: &Transcript) -> Facts {
     f
 }
 
+/// The rules a violation list names, but preserved thinking's prefix binding
+/// (`reasoning/prefix-changed`): every client-side strategy edits the prefix of the
+/// thinking after it, and the provider-aware mode that avoids it (issue 21, item 1)
+/// is not built yet; `reasoning_strategies` counts those, by strategy.
 fn rule_names(v: &[format::RuleViolation]) -> BTreeSet<&'static str> {
-    v.iter().map(|v| v.rule.name()).collect()
+    v.iter()
+        .filter(|v| v.rule != format::Rule::ThinkingPrefixChanged)
+        .map(|v| v.rule.name())
+        .collect()
 }
 
 /// One run of `pipeline` on `text`: the output text, and whether it met the budget.
