@@ -307,19 +307,38 @@ impl History {
                     }
                 }
             }
-            regions.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+            if regions.is_empty() {
+                continue;
+            }
+            // All of a step's regions in one pass over the parts (regions of one step
+            // do not overlap): O(parts + regions), where draining each region from
+            // the vector would shift the tail once per region.
+            regions.sort_unstable_by_key(|r| r.0);
+            let len = self.slots.len();
+            let mut old = std::mem::take(&mut self.slots)
+                .into_iter()
+                .enumerate()
+                .peekable();
+            let mut slots = std::collections::VecDeque::with_capacity(len);
+            let mut at = 0;
             for (start, end, summary) in regions {
-                if start >= end || end > self.slots.len() {
+                if start >= end || end > len || start < at {
                     return Err(ConvertError::Mismatch {
                         step,
-                        what: format!("region {start}..{end} of {} records", self.slots.len()),
+                        what: format!("region {start}..{end} of {len} records"),
                     });
                 }
-                self.slots.drain(start..end);
-                if summary {
-                    self.slots.insert(start, None);
+                while let Some((_, slot)) = old.next_if(|(i, _)| *i < start) {
+                    slots.push_back(slot);
                 }
+                while old.next_if(|(i, _)| *i < end).is_some() {}
+                if summary {
+                    slots.push_back(None);
+                }
+                at = end;
             }
+            slots.extend(old.map(|(_, slot)| slot));
+            self.slots = slots;
         }
         if self.slots.len() != self.log.len() {
             return Err(ConvertError::Mismatch {
