@@ -312,7 +312,7 @@ impl History {
             }
             // All of a step's regions in one pass over the parts (regions of one step
             // do not overlap): O(parts + regions), where draining each region from
-            // the vector would shift the tail once per region.
+            // the deque would shift its shorter side once per region.
             regions.sort_unstable_by_key(|r| r.0);
             let len = self.slots.len();
             let mut old = std::mem::take(&mut self.slots)
