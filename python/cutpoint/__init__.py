@@ -203,7 +203,9 @@ class Compaction:
             ``"summarize"``, which is not a pipeline. When the output read back
             over the budget and the pipeline ran again on it, the steps of each
             round follow each other (see ``rounds``).
-        rounds: how many times the pipeline ran: 1, or up to 3 when the written
+        rounds: how many times the pipeline ran: 0 when the log met its budget
+            already (it comes back unchanged: a compaction of its own output is a
+            no-op), 1, or up to 3 when the written
             output read back over the budget and a further round on it could still
             shrink it.
         head: (``"summarize"``) index of the summary message in ``messages`` (the

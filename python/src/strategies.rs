@@ -305,13 +305,15 @@ fn run_records(
     counter.take_error()?;
     let report = pipeline.run_to_budget(&mut log, &mut Progress::new(), &mut prose);
     let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
+    // No round when the log met its budget already (as `format::edit::run` counts).
+    let rounds = if report.was_within_budget() { 0 } else { 1 };
     let mut ran = Ran {
         text: None,
         budget: opts.budget(),
         tokens_before,
         tokens_after: tokens_before,
         report,
-        rounds: 1,
+        rounds,
     };
     if edited(&ran.report) {
         let mut out = Vec::with_capacity(text.len());

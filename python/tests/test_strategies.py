@@ -80,7 +80,10 @@ def assert_steps(strategy: str, report: cutpoint.Compaction) -> None:
         # One step per round: more than one round only when the output read back
         # over the budget and the previous round changed something.
         assert [s["strategy"] for s in report.steps] == [strategy] * report.rounds
-        assert 1 <= report.rounds <= 3
+        # 0 rounds: the log met its budget before the run and comes back as it was.
+        assert 0 <= report.rounds <= 3
+        if report.rounds == 0:
+            assert report.steps == [] and not report.changed and report.met_budget
         assert all(s["outcome"] == "ran" for s in report.steps[:-1])
     assert report.head is None and report.cut is None and report.ledger == [] and report.summary is None
     ran = [s for s in report.steps if s["outcome"] == "ran"]
