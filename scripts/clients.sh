@@ -11,7 +11,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
+# Absolute paths: each client runs in a temporary project folder of its own.
 target=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target"
+target=$(cd "$target" && pwd)
+clients_dir=${CLIENTS_DIR:-$target/clients}
+mkdir -p "$clients_dir"
+clients_dir=$(cd "$clients_dir" && pwd)
 python=${PYTHON:-python3}
 for tool in node npm "$python" cargo; do
   command -v "$tool" >/dev/null || { echo "clients.sh: $tool is not on PATH (needs Rust, Python and Node.js with npm)" >&2; exit 2; }
@@ -22,5 +28,5 @@ echo; echo "== cargo build --release -p cutpoint-cli"
 cargo build --release -p cutpoint-cli
 echo; echo "== tests/clients/harness.py ($((SECONDS - start))s; node $(node --version), npm $(npm --version))"
 "$python" tests/clients/harness.py --cutpoint "$target/release/cutpoint" \
-  --clients-dir "${CLIENTS_DIR:-$target/clients}" --jobs "${CLIENTS_JOBS:-2}" "$@"
+  --clients-dir "$clients_dir" --jobs "${CLIENTS_JOBS:-2}" "$@"
 echo; echo "clients.sh passed in $((SECONDS - start))s"

@@ -460,6 +460,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep every run's HOME, rewrite and requests")
     ap.add_argument("--docs", type=Path, default=ROOT / "docs/clients.md")
     a = ap.parse_args()
+    # Absolute: each client runs in a temporary project folder of its own.
+    a.cutpoint, a.clients_dir, a.docs = a.cutpoint.resolve(), a.clients_dir.resolve(), a.docs.resolve()
     t0 = time.time()
     bins = install(a.clients_dir)
     t_install = time.time() - t0
