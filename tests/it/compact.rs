@@ -222,7 +222,7 @@ fn run_case(seed: u64, n: usize, damage: f64) -> usize {
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 400, ..Config::default() })]
+    #![proptest_config(Config { cases: crate::cases(400), ..Config::default() })]
 
     #[test]
     fn compaction_keeps_conditions_structure_and_tracker(

@@ -37,3 +37,15 @@ mod streams;
 mod streams_http;
 mod transcripts;
 mod validate;
+
+/// `n` property-test cases, times `CUTPOINT_CASES` when it is set (a whole number):
+/// CI runs `n`; `CUTPOINT_CASES=50 cargo test --test it` runs fifty times as many
+/// generated cases, to search further than one run does.
+pub fn cases(n: u32) -> u32 {
+    let scale = std::env::var("CUTPOINT_CASES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
+    n.saturating_mul(scale)
+}

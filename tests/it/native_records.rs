@@ -237,7 +237,7 @@ fn run_all(seed: u64, n: usize, at: usize, earlier: Option<usize>) -> Result<(),
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 48, ..Config::default() })]
+    #![proptest_config(Config { cases: crate::cases(48), ..Config::default() })]
     #[test]
     fn plans_strategies_and_presets_keep_the_compaction_and_what_is_before_it(
         seed in any::<u64>(),

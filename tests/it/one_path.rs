@@ -286,7 +286,7 @@ fn real_chat_and_gemini_transcripts_compact_to_a_fixed_point_and_keep_every_ledg
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 12, ..Config::default() })]
+    #![proptest_config(Config { cases: crate::cases(12), ..Config::default() })]
     #[test]
     fn generated_documents_compact_to_a_fixed_point_and_keep_every_ledger_entry(
         seed in any::<u64>(),
@@ -477,4 +477,17 @@ fn claude_code_rewrites_are_written_as_claude_code_writes_its_own_compaction() {
     let first = &back.messages[back.live_from()];
     assert!(first.starts_history);
     assert!(matches!(first.blocks.first(), Some((Block::Summary(_), _))));
+}
+
+/// CI's generated case (seed 9311586446782852039, n 39): `clear-thinking` at 60% of
+/// an Anthropic document changed the latest assistant message's thinking.
+#[test]
+fn clear_thinking_keeps_the_latest_thinking_of_a_generated_anthropic_log() {
+    let conv = conversation(9311586446782852039, 39);
+    let text = document(Format::AnthropicMessages, &conv);
+    passes(
+        "generated anthropic seed 9311586446782852039 n 39",
+        &text,
+        Format::AnthropicMessages,
+    );
 }

@@ -392,7 +392,7 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 64, ..Config::default() })]
+    #![proptest_config(Config { cases: crate::cases(64), ..Config::default() })]
 
     #[test]
     fn strategies_keep_conditions_ids_floors_and_are_idempotent(

@@ -337,7 +337,7 @@ pub(crate) fn check_edit(
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 24, ..Config::default() })]
+    #![proptest_config(Config { cases: crate::cases(24), ..Config::default() })]
 
     #[test]
     fn strategies_write_back_into_every_document_format(seed in any::<u64>(), n in 1usize..200) {

@@ -16,8 +16,13 @@ use crate::compact::{Log, Rewrite};
 /// their thinking (which keeps prompt-cache hits). A log with no user turn is all
 /// current turn.
 ///
+/// When the current turn holds no assistant message yet (the log ends with the user's
+/// message), the latest assistant message is the previous turn's, and it keeps its
+/// thinking too: a provider reads "the latest assistant message" of the request.
+///
 /// **O(r + e)** for the `r` records after the pinned head (one pass, which also counts
-/// what the current turn keeps), plus the tracker's in-place edit of the `e` records
+/// what the current turn keeps, and one back from the end to the latest assistant
+/// message), plus the tracker's in-place edit of the `e` records
 /// cleared. Cleared thinking counts 0 tokens, so clearing again
 /// changes nothing.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -53,7 +58,10 @@ impl ClearThinking {
             return Ok(report.finish(log, goal));
         }
         // The current turn (and the kept ones) start here; no turn at all: all current.
-        let kept_from = log.turn_start_from_end(self.keep_turns.max(1)).unwrap_or(0);
+        // The latest assistant message is kept too when the current turn has none yet
+        // (the log ends with the user's message).
+        let turns_from = log.turn_start_from_end(self.keep_turns.max(1)).unwrap_or(0);
+        let kept_from = turns_from.min(latest_assistant_message(log));
         let recent = goal.floors.recent_from(log);
         let head = log.pinned_head(goal.floors.keep_head);
         let mut left = LeftAlone::default();
@@ -114,4 +122,23 @@ impl ClearThinking {
         report.left_alone = left;
         Ok(report.finish(log, goal))
     }
+}
+
+/// Where the latest assistant message starts (the message of the last `assistant` or
+/// `tool_use` record), or the log's length when it has none. **O(records from it to
+/// the end)**.
+fn latest_assistant_message(log: &Log) -> usize {
+    let entries = log.entries();
+    let Some(mut at) = entries.iter().rposition(|e| {
+        matches!(
+            e.record.kind(),
+            crate::RecordKind::Assistant | crate::RecordKind::ToolUse(_)
+        )
+    }) else {
+        return entries.len();
+    };
+    while at > 0 && entries[at].record.is_bound_to_previous() {
+        at -= 1;
+    }
+    at
 }
