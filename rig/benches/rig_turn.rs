@@ -8,7 +8,12 @@
 //!
 //! ```text
 //! cargo bench -p cutpoint-rig --bench rig_turn -- --warm-up-time 1 --measurement-time 2
+//! CUTPOINT_RIG_SIZES=100000 cargo bench -p cutpoint-rig --bench rig_turn -- --warm-up-time 1 --measurement-time 2
 //! ```
+//!
+//! `CUTPOINT_RIG_SIZES` (comma-separated message counts) replaces the default sizes,
+//! 10^3 and 10^4; each sample's setup (a memory of that many messages and its first
+//! load) is outside the timing but not free, so larger sizes take minutes.
 
 use std::time::{Duration, Instant};
 
@@ -67,11 +72,26 @@ fn turns(messages: &[Message], n: usize) -> Vec<Vec<Message>> {
         .collect()
 }
 
+/// The history sizes measured: `CUTPOINT_RIG_SIZES` when set, else 10^3 and 10^4.
+fn sizes() -> Vec<usize> {
+    match std::env::var("CUTPOINT_RIG_SIZES") {
+        Ok(v) => v
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("CUTPOINT_RIG_SIZES: {n:?}: {e}"))
+            })
+            .collect(),
+        Err(_) => vec![1_000, 10_000],
+    }
+}
+
 fn per_turn(c: &mut Criterion) {
     let mut group = c.benchmark_group("turn");
     group.sample_size(10);
     let id = ConversationId::new("bench");
-    for n in [1_000usize, 10_000] {
+    for n in sizes() {
         let messages = synth::session(n as u64, n + 2 * TURNS + 8, false);
         let steps = turns(&messages, n);
         for (name, make) in contenders() {

@@ -29,7 +29,7 @@
 use std::collections::VecDeque;
 
 use cutpoint::compact::pipeline::PipelineReport;
-use cutpoint::compact::strategy::Edit;
+use cutpoint::compact::replay::InPlace;
 use cutpoint::compact::{Entry, Log, Payload, ResultStatus, summary_text};
 use cutpoint::{AppendError, Record};
 use rig_core::completion::Message;
@@ -75,21 +75,13 @@ enum Part {
     EmptyAssistant,
 }
 
-/// An in-place edit a pipeline made to a record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Edited {
-    Result,
-    Input,
-    Thinking,
-}
-
 /// A record's rig part, and for a message's first part the assistant turn's metadata
 /// (its `content` emptied).
 #[derive(Clone, Debug, PartialEq)]
 struct Slot {
     part: Part,
     turn: Option<AssistantMessage>,
-    edited: Option<Edited>,
+    edited: Option<InPlace>,
 }
 
 /// A rig conversation as a compaction [`Log`] (records with payloads, beside their
@@ -269,77 +261,30 @@ impl History {
 
     /// Replays a pipeline run on this history's log onto the parts beside it: regions
     /// that became summaries, records dropped, results, inputs and thinking cleared in
-    /// place. **O(edits + records moved)**.
+    /// place ([`cutpoint::compact::replay::replay`]). **O(parts + edits)** per step.
     ///
     /// # Errors
     /// [`ConvertError::Mismatch`] when the report does not fit (it came from another
     /// log); the parts no longer match the records then.
     pub fn replay(&mut self, report: &PipelineReport) -> Result<(), ConvertError> {
-        for (step, r) in report.ran().enumerate() {
-            let mut regions: Vec<(usize, usize, bool)> = Vec::new();
-            for e in &r.edits {
-                let (at, how) = match e {
-                    Edit::ClearedResult { at } => (*at, Edited::Result),
-                    Edit::ClearedInput { at } => (*at, Edited::Input),
-                    Edit::ClearedThinking { at } => (*at, Edited::Thinking),
-                    Edit::Replaced { start, end } => {
-                        regions.push((*start, *end, true));
-                        continue;
-                    }
-                    Edit::Removed { start, end } => {
-                        regions.push((*start, *end, false));
-                        continue;
-                    }
-                    other => {
-                        return Err(ConvertError::Mismatch {
-                            step,
-                            what: format!("an edit this adapter does not know: {other:?}"),
-                        });
-                    }
-                };
-                match self.slots.get_mut(at) {
-                    Some(Some(slot)) => slot.edited = Some(how),
-                    _ => {
-                        return Err(ConvertError::Mismatch {
-                            step,
-                            what: format!("{e:?} names no part"),
-                        });
-                    }
+        let slots = Vec::from(std::mem::take(&mut self.slots));
+        let slots = cutpoint::compact::replay::replay(
+            slots,
+            report.ran(),
+            |slot, how| match slot {
+                Some(slot) => {
+                    slot.edited = Some(how);
+                    Ok(())
                 }
-            }
-            if regions.is_empty() {
-                continue;
-            }
-            // All of a step's regions in one pass over the parts (regions of one step
-            // do not overlap): O(parts + regions), where draining each region from
-            // the deque would shift its shorter side once per region.
-            regions.sort_unstable_by_key(|r| r.0);
-            let len = self.slots.len();
-            let mut old = std::mem::take(&mut self.slots)
-                .into_iter()
-                .enumerate()
-                .peekable();
-            let mut slots = std::collections::VecDeque::with_capacity(len);
-            let mut at = 0;
-            for (start, end, summary) in regions {
-                if start >= end || end > len || start < at {
-                    return Err(ConvertError::Mismatch {
-                        step,
-                        what: format!("region {start}..{end} of {len} records"),
-                    });
-                }
-                while let Some((_, slot)) = old.next_if(|(i, _)| *i < start) {
-                    slots.push_back(slot);
-                }
-                while old.next_if(|(i, _)| *i < end).is_some() {}
-                if summary {
-                    slots.push_back(None);
-                }
-                at = end;
-            }
-            slots.extend(old.map(|(_, slot)| slot));
-            self.slots = slots;
-        }
+                None => Err("it names a summary, not a rig part".into()),
+            },
+            |_, summary| summary.then_some(None),
+        )
+        .map_err(|e| ConvertError::Mismatch {
+            step: e.step,
+            what: e.what,
+        })?;
+        self.slots = slots.into();
         if self.slots.len() != self.log.len() {
             return Err(ConvertError::Mismatch {
                 step: report.ran().count(),
@@ -407,7 +352,7 @@ impl Building {
         match (self, &slot.part) {
             (Building::System(s), Part::System(text)) => s.push_str(text),
             (Building::User(parts), Part::User(c)) => parts.push(match (c, slot.edited) {
-                (UserContent::ToolResult(r), Some(Edited::Result)) => {
+                (UserContent::ToolResult(r), Some(InPlace::ClearedResult)) => {
                     let mut r = r.clone();
                     let content = match payload {
                         Payload::Result {
@@ -421,8 +366,8 @@ impl Building {
                 _ => c.clone(),
             }),
             (Building::Assistant(turn), Part::Assistant(c)) => match (c, slot.edited) {
-                (AssistantContent::Reasoning(_), Some(Edited::Thinking)) => {}
-                (AssistantContent::ToolCall(call), Some(Edited::Input)) => {
+                (AssistantContent::Reasoning(_), Some(InPlace::ClearedThinking)) => {}
+                (AssistantContent::ToolCall(call), Some(InPlace::ClearedInput)) => {
                     let mut call = call.clone();
                     let args = match payload {
                         Payload::Call {

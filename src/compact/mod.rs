@@ -33,6 +33,7 @@ mod liveness;
 pub mod pipeline;
 mod plan;
 mod repair;
+pub mod replay;
 pub mod strategy;
 mod structure;
 mod summary;

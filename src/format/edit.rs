@@ -31,7 +31,8 @@ use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
 use crate::AppendError;
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
-use crate::compact::strategy::{CLEARED_RESULT_TEXT, Edit, StepReport, Summarizer};
+use crate::compact::replay::InPlace;
+use crate::compact::strategy::{CLEARED_RESULT_TEXT, StepReport, Summarizer};
 use crate::compact::{Entry, Log, Payload, SummaryParts};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
@@ -262,14 +263,6 @@ pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
     })
 }
 
-/// What happens to one block of a kept message.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum BlockEdit {
-    ClearResult,
-    ClearInput,
-    DropThinking,
-}
-
 /// What became of an original record.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fate {
@@ -289,59 +282,33 @@ enum Origin {
 /// The steps replayed on the original records.
 struct Replay {
     fate: Vec<Fate>,
-    edits: Vec<Option<BlockEdit>>,
+    edits: Vec<Option<InPlace>>,
     /// Per summary: its position in the log after all steps (if it survived).
     summary_at: Vec<Option<usize>>,
 }
 
 fn replay(n: usize, steps: &[&StepReport], after: &Log) -> Result<Replay, EditError> {
-    let mut origin: Vec<Origin> = (0..n).map(Origin::Record).collect();
     let mut fate = vec![Fate::Kept; n];
-    let mut edits: Vec<Option<BlockEdit>> = vec![None; n];
+    let mut edits: Vec<Option<InPlace>> = vec![None; n];
+    // Per summary: the original records its region covers.
     let mut ranges: Vec<Range<usize>> = Vec::new();
-    let mismatch = |what: String| EditError::Mismatch(what);
-    for step in steps {
-        let mut regions: Vec<(usize, usize, bool)> = Vec::new();
-        for e in &step.edits {
-            let (at, how) = match e {
-                Edit::ClearedResult { at } => (*at, BlockEdit::ClearResult),
-                Edit::ClearedInput { at } => (*at, BlockEdit::ClearInput),
-                Edit::ClearedThinking { at } => (*at, BlockEdit::DropThinking),
-                Edit::Replaced { start, end } => {
-                    regions.push((*start, *end, true));
-                    continue;
-                }
-                Edit::Removed { start, end } => {
-                    regions.push((*start, *end, false));
-                    continue;
-                }
-            };
-            match origin.get(at) {
-                Some(Origin::Record(i)) => edits[*i] = Some(how),
-                _ => {
-                    return Err(mismatch(format!(
-                        "{e:?} does not name a record of the transcript"
-                    )));
-                }
+    let origin = crate::compact::replay::replay(
+        (0..n).map(Origin::Record).collect(),
+        steps.iter().copied(),
+        |o, how| match o {
+            Origin::Record(i) => {
+                edits[*i] = Some(how);
+                Ok(())
             }
-        }
-        regions.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
-        for (start, end, summary) in regions {
-            if start >= end || end > origin.len() {
-                return Err(mismatch(format!(
-                    "region {start}..{end} of {}",
-                    origin.len()
-                )));
-            }
-            let first = |o: &Origin| match o {
-                Origin::Record(i) => *i,
-                Origin::Summary(k) => ranges[*k].start,
+            Origin::Summary(_) => Err("it names a summary, not a record of the transcript".into()),
+        },
+        |covered, summary| {
+            let bounds = |o: &Origin| match o {
+                Origin::Record(i) => *i..*i + 1,
+                Origin::Summary(k) => ranges[*k].clone(),
             };
-            let last = |o: &Origin| match o {
-                Origin::Record(i) => *i + 1,
-                Origin::Summary(k) => ranges[*k].end,
-            };
-            let covered = first(&origin[start])..last(&origin[end - 1]);
+            let (first, last) = (covered.first()?, covered.last()?);
+            let covered = bounds(first).start..bounds(last).end;
             let k = ranges.len();
             for f in &mut fate[covered.clone()] {
                 if *f != Fate::Removed {
@@ -353,11 +320,12 @@ fn replay(n: usize, steps: &[&StepReport], after: &Log) -> Result<Replay, EditEr
                 }
             }
             ranges.push(covered);
-            origin.splice(start..end, summary.then_some(Origin::Summary(k)));
-        }
-    }
+            summary.then_some(Origin::Summary(k))
+        },
+    )
+    .map_err(|e| EditError::Mismatch(e.to_string()))?;
     if origin.len() != after.len() {
-        return Err(mismatch(format!(
+        return Err(EditError::Mismatch(format!(
             "the steps leave {} records, the log holds {}",
             origin.len(),
             after.len()
@@ -477,7 +445,7 @@ fn summary_of(
 /// What to write for one message.
 enum MessagePlan {
     /// Keep it, with these block edits (by block index).
-    Keep(BTreeMap<usize, BlockEdit>),
+    Keep(BTreeMap<usize, InPlace>),
     /// Write a summary message (text, tokens) in its place.
     Summary((String, u64)),
     /// Drop it.
@@ -548,7 +516,7 @@ fn edit_message(
     format: Format,
     message: &super::Message,
     text: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
+    edits: &BTreeMap<usize, InPlace>,
 ) -> Result<Option<String>, String> {
     match format {
         Format::AnthropicMessages => edit_content(text, "content", edits, &AnthropicBlock),
@@ -587,22 +555,22 @@ type Splices = Vec<(Range<usize>, String)>;
 /// How one block of a content array is edited.
 trait BlockShape {
     /// Splices for `edit` of the block `text`, or `None` when the block is dropped.
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String>;
+    fn edit(&self, text: &str, edit: InPlace) -> Result<Option<Splices>, String>;
 }
 
 /// An Anthropic (and Claude Code) content block.
 struct AnthropicBlock;
 
 impl BlockShape for AnthropicBlock {
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
+    fn edit(&self, text: &str, edit: InPlace) -> Result<Option<Splices>, String> {
         Ok(match edit {
-            BlockEdit::DropThinking => None,
-            BlockEdit::ClearResult => Some(
+            InPlace::ClearedThinking => None,
+            InPlace::ClearedResult => Some(
                 field(text, "content")?
                     .map(|r| vec![(r, placeholder())])
                     .unwrap_or_default(),
             ),
-            BlockEdit::ClearInput => Some(
+            InPlace::ClearedInput => Some(
                 field(text, "input")?
                     .map(|r| vec![(r, "{}".to_owned())])
                     .unwrap_or_default(),
@@ -615,7 +583,7 @@ impl BlockShape for AnthropicBlock {
 struct GeminiPart;
 
 impl BlockShape for GeminiPart {
-    fn edit(&self, text: &str, edit: BlockEdit) -> Result<Option<Splices>, String> {
+    fn edit(&self, text: &str, edit: InPlace) -> Result<Option<Splices>, String> {
         let inner = |outer: &[&str], name: &str, with: String| -> Result<Splices, String> {
             for o in outer {
                 if let Some(r) = field(text, o)? {
@@ -627,13 +595,13 @@ impl BlockShape for GeminiPart {
             Ok(Vec::new())
         };
         Ok(match edit {
-            BlockEdit::DropThinking => None,
-            BlockEdit::ClearResult => Some(inner(
+            InPlace::ClearedThinking => None,
+            InPlace::ClearedResult => Some(inner(
                 &["functionResponse", "function_response"],
                 "response",
                 format!("{{\"result\":{}}}", placeholder()),
             )?),
-            BlockEdit::ClearInput => Some(inner(
+            InPlace::ClearedInput => Some(inner(
                 &["functionCall", "function_call"],
                 "args",
                 "{}".to_owned(),
@@ -647,7 +615,7 @@ impl BlockShape for GeminiPart {
 fn edit_content(
     text: &str,
     name: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
+    edits: &BTreeMap<usize, InPlace>,
     shape: &dyn BlockShape,
 ) -> Result<Option<String>, String> {
     let Some(content) = field(text, name)? else {
@@ -691,17 +659,17 @@ fn edit_content(
 fn edit_chat(
     message: &super::Message,
     text: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
+    edits: &BTreeMap<usize, InPlace>,
 ) -> Result<String, String> {
     let mut splices = Vec::new();
-    if edits.values().any(|e| *e == BlockEdit::ClearResult) {
+    if edits.values().any(|e| *e == InPlace::ClearedResult) {
         if let Some(r) = field(text, "content")? {
             splices.push((r, placeholder()));
         }
     }
     let inputs: Vec<usize> = edits
         .iter()
-        .filter(|(_, e)| **e == BlockEdit::ClearInput)
+        .filter(|(_, e)| **e == InPlace::ClearedInput)
         .map(|(k, _)| {
             message.blocks[..*k]
                 .iter()
@@ -740,7 +708,7 @@ fn edit_chat(
 fn edit_gemini_cli(
     message: &super::Message,
     text: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
+    edits: &BTreeMap<usize, InPlace>,
 ) -> Result<String, String> {
     // Where each call's and each result's JSON is, in reading order.
     let mut calls: Vec<Range<usize>> = Vec::new();
@@ -784,7 +752,7 @@ fn edit_gemini_cli(
             Block::Call { .. } => {
                 let call = calls.get(nth_call).cloned();
                 nth_call += 1;
-                if edit == Some(BlockEdit::ClearInput) {
+                if edit == Some(InPlace::ClearedInput) {
                     let call = call.ok_or_else(|| format!("no tool call {}", nth_call - 1))?;
                     if let Some(args) = field(&text[call.clone()], "args")? {
                         let at = call.start;
@@ -795,7 +763,7 @@ fn edit_gemini_cli(
             Block::Result { .. } => {
                 let result = results.get(nth_result).cloned();
                 nth_result += 1;
-                if edit == Some(BlockEdit::ClearResult) {
+                if edit == Some(InPlace::ClearedResult) {
                     let (range, part) =
                         result.ok_or_else(|| format!("no tool result {}", nth_result - 1))?;
                     if !part {
@@ -809,7 +777,7 @@ fn edit_gemini_cli(
                     }
                 }
             }
-            Block::Reasoning if edit == Some(BlockEdit::DropThinking) => {
+            Block::Reasoning if edit == Some(InPlace::ClearedThinking) => {
                 if let Some(r) = field(text, "thoughts")? {
                     splices.push((r, "[]".to_owned()));
                 }
@@ -821,17 +789,17 @@ fn edit_gemini_cli(
 }
 
 /// An OpenAI Responses item (one block); `None` when it is dropped.
-fn edit_item(text: &str, edits: &BTreeMap<usize, BlockEdit>) -> Result<Option<String>, String> {
+fn edit_item(text: &str, edits: &BTreeMap<usize, InPlace>) -> Result<Option<String>, String> {
     let mut splices = Vec::new();
     for edit in edits.values() {
         match edit {
-            BlockEdit::DropThinking => return Ok(None),
-            BlockEdit::ClearResult => {
+            InPlace::ClearedThinking => return Ok(None),
+            InPlace::ClearedResult => {
                 if let Some(r) = field(text, "output")? {
                     splices.push((r, placeholder()));
                 }
             }
-            BlockEdit::ClearInput => {
+            InPlace::ClearedInput => {
                 if let Some(r) = field(text, "arguments")? {
                     splices.push((r, "\"{}\"".to_owned()));
                 } else if let Some(r) = field(text, "input")? {
@@ -1071,7 +1039,7 @@ fn edit_line(
     m: usize,
     line_no: usize,
     line: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
+    edits: &BTreeMap<usize, InPlace>,
 ) -> Result<Option<String>, String> {
     match t.format {
         Format::CodexRollout => {
@@ -1111,8 +1079,8 @@ fn claude_code_line_edits(
     message: &super::Message,
     line_no: usize,
     api_message: &str,
-    edits: &BTreeMap<usize, BlockEdit>,
-) -> Result<BTreeMap<usize, BlockEdit>, String> {
+    edits: &BTreeMap<usize, InPlace>,
+) -> Result<BTreeMap<usize, InPlace>, String> {
     #[derive(Deserialize)]
     struct Kind<'a> {
         #[serde(rename = "type", borrow, default)]

@@ -304,11 +304,55 @@ fn run_strategies(seed: u64, n: usize, damage: f64) {
     }
 }
 
+/// `compact::replay::replay` of a run's steps onto the original records' positions
+/// names, for every record the run left, the original record it is (same kind and
+/// call id, in-place edits marked where the report says) or a summary of the run.
+fn assert_replays(
+    original: &Log,
+    report: &cutpoint::compact::pipeline::PipelineReport,
+    after: &Log,
+) {
+    use cutpoint::compact::replay::{InPlace, replay};
+    let items: Vec<Option<(usize, Option<InPlace>)>> =
+        (0..original.len()).map(|i| Some((i, None))).collect();
+    let out = replay(
+        items,
+        report.ran(),
+        |item, how| match item {
+            Some((_, edited)) => {
+                *edited = Some(how);
+                Ok(())
+            }
+            None => Err("a summary".into()),
+        },
+        |_, summary| summary.then_some(None),
+    )
+    .expect("the run's own report replays");
+    assert_eq!(out.len(), after.len(), "one item per record left");
+    for (pos, item) in out.iter().enumerate() {
+        let now = &after.entries()[pos].record;
+        match item {
+            Some((i, edited)) => {
+                let was = &original.entries()[*i].record;
+                assert_eq!(now.kind(), was.kind(), "record {pos} is original {i}");
+                if edited.is_none() {
+                    assert_eq!(now.tokens(), was.tokens(), "record {pos} was not edited");
+                }
+            }
+            None => assert!(
+                matches!(now.kind(), RecordKind::Summary(_)),
+                "record {pos} stands for a summarized region"
+            ),
+        }
+    }
+}
+
 /// Every stage of a pipeline run obeys the step properties; the run ends within the
 /// budget or says why not; a second run on the unchanged log runs no stalled stage.
 fn run_pipeline(seed: u64, n: usize, damage: f64) {
     let mut rng = Rng::new(seed ^ 0x919e);
     let mut log = generated(seed, n, damage);
+    let original = log.clone();
     let before = check(&log);
     let before_ids = call_ids(&log);
     let total = log.tracker().total_tokens();
@@ -323,6 +367,7 @@ fn run_pipeline(seed: u64, n: usize, damage: f64) {
     );
     assert_eq!(report.steps.len(), pipeline.stages.len());
     assert_eq!(report.tokens_after, log.tracker().total_tokens());
+    assert_replays(&original, &report, &log);
     assert_no_new_violations(&before, &check(&log));
     let dropped: BTreeSet<CallId> = report
         .steps
