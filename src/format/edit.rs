@@ -878,6 +878,11 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                     // after its boundary).
                     let compaction = claude && m == t.live_from();
                     let mut parent = last_uuid.clone();
+                    // Claude Code: the summary line's uuid, which a boundary names as
+                    // its segment's anchor.
+                    let own_uuid = claude.then(|| {
+                        rewrite::uuid(summary, &["summary line", &span.start.to_string()])
+                    });
                     if compaction {
                         let links = rewrite::BoundaryLinks {
                             parent: None,
@@ -886,17 +891,20 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                                 summary,
                                 &["compact_boundary", &span.start.to_string()],
                             ),
-                            anchor: rewrite::uuid(
-                                summary,
-                                &["summary line", &span.start.to_string()],
-                            ),
+                            anchor: own_uuid.clone().unwrap_or_default(),
                             preserved: None,
                         };
                         parent = Some(links.uuid.clone());
                         boundary = Some((out.len(), links, t.live_tokens(), body.to_owned()));
                     }
                     let line = summary_line(
-                        t.format, body, summary, *tokens, &parent, span.start, compaction,
+                        t.format,
+                        body,
+                        summary,
+                        *tokens,
+                        &parent,
+                        own_uuid.as_deref(),
+                        compaction,
                     )
                     .map_err(|detail| EditError::Message { message: m, detail })?;
                     forget(claude, body, &last_uuid, &mut relink);
@@ -997,14 +1005,15 @@ fn forget(
 
 /// The summary line written in place of the line `first` (the first of its run):
 /// for Claude Code, an `isCompactSummary` record when it is the summary of a
-/// `compaction` (after its boundary), else an ordinary user record.
+/// `compaction` (after its boundary), else an ordinary user record, with `uuid` (Claude
+/// Code's, given by the caller, who names it in the boundary too) and `parent`.
 fn summary_line(
     format: Format,
     first: &str,
     text: &str,
     tokens: u64,
     parent: &Option<String>,
-    at: usize,
+    uuid: Option<&str>,
     compaction: bool,
 ) -> Result<String, String> {
     let mut value: serde_json::Value =
@@ -1018,11 +1027,8 @@ fn summary_line(
         for (k, v) in rewrite::context(format, first) {
             map.entry(k).or_insert(v);
         }
-        if format == Format::ClaudeCode {
-            map.insert(
-                "uuid".to_owned(),
-                rewrite::uuid(text, &["summary line", &at.to_string()]).into(),
-            );
+        if let Some(uuid) = uuid {
+            map.insert("uuid".to_owned(), uuid.into());
             map.insert(
                 "parentUuid".to_owned(),
                 parent.clone().map_or(serde_json::Value::Null, Into::into),

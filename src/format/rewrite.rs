@@ -711,25 +711,22 @@ pub(crate) fn first_and_last_uuid(text: &str) -> Option<(String, String)> {
 }
 
 /// Keeps the `preservedSegment` of the last `compact_boundary` line of a Claude Code
-/// file true to the file: when a later compaction removed the segment's head (it
-/// summarized lines after an earlier compaction's summary), the head becomes the
-/// first line after the anchor and the tail the last line with a uuid, so that Claude
-/// Code relinks what is there. A boundary without a segment, or whose head is still
-/// there, is left byte for byte. **O(len)**.
+/// file true to the file: when a later compaction removed the segment's head or its
+/// tail (it summarized lines after an earlier compaction's summary), the head becomes
+/// the first line after the anchor and the tail the last line with a uuid, so that
+/// Claude Code relinks what is there. A boundary without a segment, or whose head and
+/// tail are both still there, is left byte for byte. **O(len)**; only lines naming a
+/// boundary, the head or the tail are parsed before a refresh.
 pub(crate) fn refresh_preserved_segment(out: &mut String) {
-    let mut last: Option<Range<usize>> = None;
-    let mut present: HashSet<String> = HashSet::new();
-    for (_, span) in lines(out) {
-        let line = &out[span.clone()];
-        if line.contains("\"compact_boundary\"") && line.contains("\"preservedSegment\"") {
-            last = Some(span.clone());
-        }
-        if let Ok(links) = serde_json::from_str::<Links<'_>>(line) {
-            if let Some(u) = opt_str(&links.uuid) {
-                present.insert(u.to_owned());
-            }
-        }
-    }
+    // Only lines that name a boundary with a segment, or the segment's head, are
+    // parsed: a file without a segment costs one substring scan.
+    let last = lines(out)
+        .filter(|(_, span)| {
+            let line = &out[span.clone()];
+            line.contains("\"compact_boundary\"") && line.contains("\"preservedSegment\"")
+        })
+        .last()
+        .map(|(_, span)| span);
     let Some(span) = last else {
         return;
     };
@@ -737,11 +734,26 @@ pub(crate) fn refresh_preserved_segment(out: &mut String) {
         return;
     };
     let segment = &boundary["compactMetadata"]["preservedSegment"];
-    let (Some(head), Some(anchor)) = (segment["headUuid"].as_str(), segment["anchorUuid"].as_str())
-    else {
+    let (Some(head), Some(anchor), Some(tail)) = (
+        segment["headUuid"].as_str(),
+        segment["anchorUuid"].as_str(),
+        segment["tailUuid"].as_str(),
+    ) else {
         return;
     };
-    if present.contains(head) {
+    let (mut head_there, mut tail_there) = (false, false);
+    for (_, s) in lines(out) {
+        let line = &out[s];
+        if !line.contains(head) && !line.contains(tail) {
+            continue;
+        }
+        if let Ok(links) = serde_json::from_str::<Links<'_>>(line) {
+            let u = opt_str(&links.uuid);
+            head_there |= u == Some(head);
+            tail_there |= u == Some(tail);
+        }
+    }
+    if head_there && tail_there {
         return;
     }
     // The lines after the anchor's line.

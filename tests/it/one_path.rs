@@ -477,6 +477,39 @@ fn claude_code_rewrites_are_written_as_claude_code_writes_its_own_compaction() {
     let first = &back.messages[back.live_from()];
     assert!(first.starts_history);
     assert!(matches!(first.blocks.first(), Some((Block::Summary(_), _))));
+    // Compacted again, smaller: the segment of the last boundary names lines that are
+    // in the file (a head the second pass summarized is renamed to what is there).
+    for percent in [40, 25] {
+        let again = format::edit::run(
+            &back,
+            &summary.text,
+            &Pipeline::one(
+                Strategy::Summarize(Summarize::default()),
+                Some(live * percent / 100),
+            ),
+            0,
+            &mut Progress::new(),
+            &mut LedgerOnly,
+            &ByteEstimate,
+        )
+        .unwrap();
+        let out = lines(&again.text);
+        let uuids: HashSet<&str> = out.iter().filter_map(|l| l["uuid"].as_str()).collect();
+        let b = out
+            .iter()
+            .rposition(|l| l["subtype"] == "compact_boundary")
+            .expect("a boundary");
+        let seg = &out[b]["compactMetadata"]["preservedSegment"];
+        for key in ["headUuid", "anchorUuid", "tailUuid"] {
+            let u = seg[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("{percent}%: {key} in {seg}"));
+            assert!(
+                uuids.contains(u),
+                "{percent}%: {key} {u} is not in the file"
+            );
+        }
+    }
 }
 
 /// CI's generated case (seed 9311586446782852039, n 39): `clear-thinking` at 60% of
