@@ -78,6 +78,12 @@ pub(crate) struct StrategyArgs {
     /// The most tokens the model may output.
     #[arg(long, value_name = "N", requires = "context_window")]
     max_output: Option<u64>,
+    /// Keep every thinking block and reasoning item valid for its provider's prefix
+    /// binding (Anthropic preserved thinking, OpenAI reasoning items): strip those
+    /// whose prefix the compaction changed; exit 3 when that would take the current
+    /// turn's or the latest assistant message's thinking.
+    #[arg(long, requires = "strategy")]
+    keep_thinking_valid: bool,
     /// Print a JSON report of each step on stderr.
     #[arg(long, requires = "strategy")]
     report: bool,
@@ -99,6 +105,7 @@ impl StrategyArgs {
         });
         s.keep_turns = self.keep_turns;
         s.preset = self.preset;
+        s.keep_thinking_valid = self.keep_thinking_valid;
         s
     }
 }
@@ -173,6 +180,10 @@ pub(crate) fn run(
         Ok(done) => finish(args, &done.report, || {
             let _ = io::stdout().lock().write_all(done.text.as_bytes());
         }),
+        Err(e @ edit::EditError::ThinkingBound { .. }) => {
+            eprintln!("cutpoint: {name}: {e}");
+            ExitCode::from(exit::DEFER)
+        }
         Err(e) => exit::bad_input(&format!("{name}: {e}")),
     }
 }

@@ -225,6 +225,7 @@ impl Preset {
             stages,
             floors: Floors::none().keep_head(1).min_tool_groups(groups),
             budget: Some(budget),
+            keep_thinking_valid: false,
         }
     }
 
@@ -252,6 +253,15 @@ pub struct Pipeline {
     pub floors: Floors,
     /// The input budget the fractions refer to, and the size a run tries to reach.
     pub budget: Option<u64>,
+    /// A transcript rewrite ([`format::edit::run`](crate::format::edit::run)) keeps
+    /// every thinking block and reasoning item it writes valid for its provider's
+    /// prefix binding (Anthropic preserved thinking, OpenAI reasoning items): those
+    /// whose prefix the run changed are stripped, and a run that would change the
+    /// prefix of the latest assistant message's thinking is refused
+    /// ([`EditError::ThinkingBound`](crate::format::edit::EditError::ThinkingBound)).
+    /// Off by default for now (the output is written and `check --before` reports
+    /// `reasoning/prefix-changed`). A [`Log`] run ignores it.
+    pub keep_thinking_valid: bool,
 }
 
 /// What one stage of a run did.
@@ -390,6 +400,7 @@ impl Pipeline {
             stages: vec![Stage::new(strategy, trigger).target(target)],
             floors: Floors::none(),
             budget,
+            keep_thinking_valid: false,
         }
     }
 
@@ -411,6 +422,13 @@ impl Pipeline {
     #[must_use]
     pub fn budget(mut self, tokens: u64) -> Self {
         self.budget = Some(tokens);
+        self
+    }
+
+    /// Sets [`keep_thinking_valid`](Pipeline::keep_thinking_valid). **O(1)**.
+    #[must_use]
+    pub fn keep_thinking_valid(mut self, on: bool) -> Self {
+        self.keep_thinking_valid = on;
         self
     }
 
@@ -597,6 +615,8 @@ pub struct Settings {
     pub keep_turns: Option<usize>,
     /// The pipeline's preset (balanced by default).
     pub preset: Option<Preset>,
+    /// [`Pipeline::keep_thinking_valid`].
+    pub keep_thinking_valid: bool,
 }
 
 impl Settings {
@@ -699,6 +719,7 @@ impl Settings {
         if let Some(n) = self.keep_turns {
             pipeline.floors.min_turns = n;
         }
+        pipeline.keep_thinking_valid = self.keep_thinking_valid;
         pipeline
     }
 }

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
 use crate::AppendError;
-use crate::compact::pipeline::{Pipeline, PipelineReport, Progress};
+use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{CLEARED_RESULT_TEXT, StepReport, Summarizer};
 use crate::compact::{Entry, Log, Payload, SummaryParts};
@@ -179,11 +179,88 @@ pub fn run(
         }
         text = out;
     }
+    if pipeline.keep_thinking_valid && rounds > 0 {
+        if let Some((out, step)) = keep_thinking_valid(t, &text, counter)? {
+            text = out;
+            report.tokens_after = super::read(&text, t.format, counter)
+                .map_err(|e| EditError::Reread(e.to_string()))?
+                .live_tokens();
+            report.steps.push(Step::Ran(step));
+        }
+    }
     Ok(Compacted {
         text,
         report,
         rounds,
     })
+}
+
+/// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t`: strips the thinking
+/// blocks and reasoning items it invalidates ([`super::invalidated_thinking`]; all of
+/// them come after the first message the rewrite changed, so what is left is valid),
+/// through the one writer, as a `clear-thinking` step. `None` when nothing is
+/// invalid. Items whose server `id` is refused are not handled here (the rule
+/// reports them). **O(len)** of the output, twice.
+///
+/// # Errors
+/// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
+/// message's thinking is among them; a re-read or write error of the output.
+fn keep_thinking_valid(
+    t: &Transcript,
+    text: &str,
+    counter: &dyn TokenCounter,
+) -> Result<Option<(String, StepReport)>, EditError> {
+    let back =
+        super::read(text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
+    let invalid: Vec<_> = super::invalidated_thinking(t, &back)
+        .into_iter()
+        .filter(|i| !i.server_id)
+        .collect();
+    if invalid.is_empty() {
+        return Ok(None);
+    }
+    // What cannot be stripped: the current turn's thinking (sent back while the turn
+    // uses tools; OpenAI refuses an item of it without its reasoning) and the latest
+    // assistant message's (sent back as received).
+    let turn = back
+        .messages
+        .iter()
+        .rposition(|m| {
+            m.role == Role::User
+                && !m
+                    .blocks
+                    .iter()
+                    .any(|(b, _)| matches!(b, Block::Result { .. }))
+        })
+        .unwrap_or(0);
+    let latest = back
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .unwrap_or(usize::MAX);
+    if let Some(i) = invalid.iter().find(|i| i.message >= turn.min(latest)) {
+        return Err(EditError::ThinkingBound {
+            message: i.message,
+            line: i.line,
+            changed_at: i.changed_at,
+        });
+    }
+    let blocks: std::collections::HashSet<(usize, usize)> =
+        invalid.iter().map(|i| (i.message, i.block)).collect();
+    let built = log_of(&back)?;
+    let positions: Vec<usize> = (0..built.log.len())
+        .filter(|&k| blocks.contains(&(built.owner[k], built.block[k])))
+        .collect();
+    let mut log = built.log.clone();
+    let Some(step) = crate::compact::strategy::clear_thinking::clear_at(&mut log, &positions)
+    else {
+        return Err(EditError::Mismatch(format!(
+            "{} invalidated thinking blocks name no thinking record of the output",
+            invalid.len()
+        )));
+    };
+    let out = write(&back, text, &built, &[&step], &log)?;
+    Ok(Some((out, step)))
 }
 
 /// One round of [`run`]: the pipeline on `t`'s log, written back.
@@ -235,6 +312,24 @@ pub enum EditError {
     /// Records JSONL is written from the log, not edited as a transcript.
     #[error("{0} transcripts are written from the log, not edited")]
     Unsupported(Format),
+    /// [`Pipeline::keep_thinking_valid`]: the run changed the prefix of thinking of the
+    /// current turn or of the latest assistant message, which can be neither sent
+    /// changed (the provider refuses it, or drops it with `drop_block`) nor stripped
+    /// (the latest assistant message's thinking goes back as it was received; a turn
+    /// still using tools sends its thinking back; an OpenAI item of the current turn
+    /// comes with its reasoning).
+    #[error(
+        "message {message} (line {line}): thinking of the current turn or the latest assistant message is bound to its prefix, which this compaction changes{}: its signature would no longer verify, and it cannot be stripped; compact once the turn has ended and summarize through its last message (simple compaction), or write it anyway (without keep-thinking-valid) and send it with drop_block",
+        changed_at.map(|m| format!(" from message {m} on")).unwrap_or_default()
+    )]
+    ThinkingBound {
+        /// The message of the output that holds it.
+        message: usize,
+        /// Its 1-based line in the output.
+        line: usize,
+        /// The first message of the output whose prefix differs.
+        changed_at: Option<usize>,
+    },
 }
 
 /// The log of `t`'s live history, each record with its payload: calls with their

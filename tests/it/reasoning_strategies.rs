@@ -130,3 +130,125 @@ fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
         println!("| {name} | {runs} | {blocks} |");
     }
 }
+
+/// `Pipeline::keep_thinking_valid` on the same files, through the one path
+/// (`format::edit::run`), every strategy and preset at 60% and 30% of the live
+/// tokens: each output invalidates no thinking block or reasoning item (but the
+/// Responses items whose server id the rule reports, which this does not strip), breaks no rule
+/// the original kept, and keeps the latest assistant message's thinking as it was; or
+/// the run is refused with `EditError::ThinkingBound`, naming that message. Without
+/// the setting, the same runs invalidate blocks (so the check can fail). The counts
+/// are docs/reasoning.md's.
+#[test]
+fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
+    use cutpoint::compact::pipeline::{Pipeline, Progress};
+    use cutpoint::compact::strategy::{Clear, Digest, LedgerOnly, Slide, Summarize, Truncate};
+    use cutpoint::format::edit::{EditError, run};
+    let mut rows: BTreeMap<String, [usize; 5]> = BTreeMap::new();
+    for case in logs() {
+        let t = case.read();
+        let live = t.live_tokens();
+        for percent in [60u64, 30] {
+            let budget = (live * percent / 100).max(1);
+            let mut pipelines: Vec<(String, Pipeline)> = [
+                Strategy::Clear(Clear::default()),
+                Strategy::ClearThinking(ClearThinking::default()),
+                Strategy::Digest(Digest::default()),
+                Strategy::Summarize(Summarize::default()),
+                Strategy::Slide(Slide::default()),
+                Strategy::Truncate(Truncate::default()),
+            ]
+            .into_iter()
+            .map(|s| (s.kind().name().to_owned(), Pipeline::one(s, Some(budget))))
+            .collect();
+            for preset in Preset::ALL {
+                pipelines.push((format!("pipeline:{preset}"), preset.pipeline(budget)));
+            }
+            for (name, pipeline) in pipelines {
+                let label = format!("{} {name} at {percent}%", case.name);
+                let go = |p: &Pipeline| {
+                    run(
+                        &t,
+                        &case.text,
+                        p,
+                        0,
+                        &mut Progress::new(),
+                        &mut LedgerOnly,
+                        &ByteEstimate,
+                    )
+                };
+                let plain = go(&pipeline).unwrap_or_else(|e| panic!("{label}: {e}"));
+                let plain_back = format::read(&plain.text, case.format, &ByteEstimate).unwrap();
+                let row = rows.entry(format!("{} {name}", case.format)).or_default();
+                row[0] += 1;
+                row[4] += usize::from(plain.report.met_budget());
+                row[1] += invalidated_thinking(&t, &plain_back)
+                    .iter()
+                    .filter(|i| !i.server_id)
+                    .count();
+                match go(&pipeline.clone().keep_thinking_valid(true)) {
+                    Ok(done) => {
+                        let after = format::read(&done.text, case.format, &ByteEstimate)
+                            .unwrap_or_else(|e| panic!("{label}: reads back: {e}"));
+                        let left: Vec<_> = invalidated_thinking(&t, &after)
+                            .into_iter()
+                            .filter(|i| !i.server_id)
+                            .collect();
+                        assert!(left.is_empty(), "{label}: still invalid: {left:?}");
+                        let kept: BTreeSet<&str> =
+                            check_rules(&t).iter().map(|v| v.rule.name()).collect();
+                        for v in check_against(&t, &after) {
+                            if v.rule == Rule::ThinkingPrefixChanged {
+                                // Only the server-id items are left to it.
+                                continue;
+                            }
+                            assert!(
+                                !NEW_RULES.contains(&v.rule) && kept.contains(v.rule.name()),
+                                "{label}: {v}"
+                            );
+                        }
+                        if done.report.met_budget() {
+                            row[2] += 1;
+                        }
+                    }
+                    Err(EditError::ThinkingBound { message, .. }) => {
+                        let back = plain_back;
+                        let turn = back
+                            .messages
+                            .iter()
+                            .rposition(|m| {
+                                m.role == format::Role::User
+                                    && !m
+                                        .blocks
+                                        .iter()
+                                        .any(|(b, _)| matches!(b, Block::Result { .. }))
+                            })
+                            .unwrap_or(0);
+                        let latest = back
+                            .messages
+                            .iter()
+                            .rposition(|m| m.role == format::Role::Assistant)
+                            .unwrap();
+                        assert!(
+                            message >= turn.min(latest),
+                            "{label}: names message {message}, before the current turn ({turn}) and the latest assistant message ({latest})"
+                        );
+                        row[3] += 1;
+                    }
+                    Err(e) => panic!("{label}: {e}"),
+                }
+            }
+        }
+    }
+    let invalid_without: usize = rows.values().map(|r| r[1]).sum();
+    assert!(
+        invalid_without > 0,
+        "the runs without the setting invalidate blocks"
+    );
+    println!(
+        "| format, strategy | outputs | without: blocks invalidated | without: budget met | with: budget met | with: refused |"
+    );
+    for (name, [runs, without, met, refused, met_without]) in &rows {
+        println!("| {name} | {runs} | {without} | {met_without} | {met} | {refused} |");
+    }
+}

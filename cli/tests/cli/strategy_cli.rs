@@ -437,3 +437,98 @@ fn compacting_an_output_again_with_its_budget_changes_nothing() {
     }
     assert!(fixed >= 20, "only {fixed} first passes met their budget");
 }
+
+/// `--keep-thinking-valid` (preserved thinking's prefix binding): on a real Claude
+/// Code session with signed thinking, a summarize or digest at 60% whose plain output
+/// `check --before` reports as `reasoning/prefix-changed` is written with those blocks
+/// stripped and nothing reported; on a Codex rollout that is one long turn, where no
+/// reasoning item can be stripped, exit 3 naming the message, nothing on stdout.
+#[test]
+fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
+    let prefix_changed = |original: &str, output: &[u8], label: &str| -> usize {
+        let path = std::env::temp_dir().join(format!(
+            "cutpoint-keep-thinking-{label}-{}",
+            std::process::id()
+        ));
+        std::fs::write(&path, output).unwrap();
+        let out = cutpoint(
+            &[
+                "check",
+                "--allow-pending",
+                "--before",
+                original,
+                &path.display().to_string(),
+            ],
+            b"",
+        );
+        let _ = std::fs::remove_file(&path);
+        text(&out.stdout)
+            .matches("reasoning/prefix-changed")
+            .count()
+    };
+    let tokens = |file: &str| -> u64 {
+        let out = cutpoint(&["stats", file], b"");
+        text(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("tokens: "))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("stats prints tokens")
+    };
+    let claude = root("tests/fixtures/transcripts/claude-code__spotter__4d5611e5-main.jsonl")
+        .display()
+        .to_string();
+    let budget = (tokens(&claude) * 60 / 100).to_string();
+    for strategy in ["summarize", "digest"] {
+        let args = [
+            "compact",
+            "--strategy",
+            strategy,
+            "--budget",
+            &budget,
+            &claude,
+        ];
+        let plain = cutpoint(&args, b"");
+        assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+        assert!(
+            prefix_changed(&claude, &plain.stdout, strategy) > 0,
+            "{strategy}: the plain output invalidates thinking (the check can fail)"
+        );
+        let mut keep = args.to_vec();
+        keep.push("--keep-thinking-valid");
+        let kept = cutpoint(&keep, b"");
+        assert_eq!(kept.status.code(), Some(0), "{}", text(&kept.stderr));
+        assert_eq!(
+            prefix_changed(&claude, &kept.stdout, strategy),
+            0,
+            "{strategy}"
+        );
+        assert!(
+            kept.stdout.len() < plain.stdout.len(),
+            "{strategy}: thinking stripped"
+        );
+    }
+    let codex =
+        root("tests/fixtures/transcripts/codex__localpush__rollout-12-41-04-parallel7.jsonl")
+            .display()
+            .to_string();
+    let budget = (tokens(&codex) * 60 / 100).to_string();
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "summarize",
+            "--budget",
+            &budget,
+            "--keep-thinking-valid",
+            &codex,
+        ],
+        b"",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains("cannot be stripped") && err.contains("message 1 (line 6)"),
+        "{err}"
+    );
+}

@@ -124,6 +124,35 @@ impl ClearThinking {
     }
 }
 
+/// Clears the thinking records at `positions` (increasing, each a
+/// [reasoning](crate::compact::Entry::reasoning) record holding tokens), in place, as
+/// [`ClearThinking`] clears them: what a rewrite uses to strip thinking it would
+/// otherwise leave invalid. `None` when `positions` is empty or names anything else
+/// (the log is then unchanged). **O(p)** plus the tracker's in-place edit.
+pub(crate) fn clear_at(log: &mut Log, positions: &[usize]) -> Option<StepReport> {
+    let mut report = StepReport::new(Kind::ClearThinking, log);
+    let mut rewrites = Vec::with_capacity(positions.len());
+    for &at in positions {
+        let entry = log.entries().get(at)?;
+        let signed = entry.reasoning()?;
+        if entry.record.tokens() == 0 {
+            continue;
+        }
+        report.edits.push(Edit::ClearedThinking { at });
+        rewrites.push(Rewrite {
+            at,
+            tokens: 0,
+            payload: crate::compact::Payload::Reasoning { signed },
+        });
+    }
+    if rewrites.is_empty() {
+        return None;
+    }
+    report.cleared_thinking = rewrites.len();
+    log.rewrite_entries(rewrites).ok()?;
+    Some(report.finish(log, &Goal::within(crate::compact::strategy::Floors::none())))
+}
+
 /// Where the latest assistant message starts (the message of the last `assistant` or
 /// `tool_use` record), or the log's length when it has none. **O(records from it to
 /// the end)**.

@@ -31,7 +31,7 @@ use super::Log;
 use crate::CallId;
 
 mod clear;
-mod clear_thinking;
+pub(crate) mod clear_thinking;
 mod digest;
 mod slide;
 mod summarize;
