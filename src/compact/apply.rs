@@ -71,6 +71,52 @@ pub struct Applied {
 }
 
 impl Log {
+    /// [`estimate_summary_tokens`](super::estimate_summary_tokens)`(None,
+    /// &self.units(plan))` without collecting the units: an earlier summary's units
+    /// in the region are read where they are, not cloned (a region that folds a
+    /// ledger of many calls costs a walk over it, no allocation). **O(units)**.
+    pub fn units_estimate(&self, plan: &Plan) -> u64 {
+        let mut bytes = 0;
+        for atom in &plan.atoms {
+            match atom {
+                Atom::Pair {
+                    call_id,
+                    use_at,
+                    result_at,
+                } => {
+                    if let (Some(call), Some(result)) =
+                        (self.entries.get(*use_at), self.entries.get(*result_at))
+                    {
+                        bytes += super::summary::unit_bytes(&pair_unit(
+                            call_id,
+                            call,
+                            result,
+                            plan.arguments,
+                        ));
+                    }
+                }
+                Atom::Summary { at, .. } => match self.entries.get(*at) {
+                    Some(Entry {
+                        payload: Payload::Summary { units, .. },
+                        record,
+                    }) if matches!(record.kind(), crate::RecordKind::Summary(_)) => {
+                        bytes += units.iter().map(super::summary::unit_bytes).sum::<usize>();
+                    }
+                    Some(entry) => {
+                        bytes += entry
+                            .units()
+                            .iter()
+                            .map(super::summary::unit_bytes)
+                            .sum::<usize>();
+                    }
+                    None => {}
+                },
+                Atom::Text { .. } | Atom::DroppedResult { .. } => {}
+            }
+        }
+        super::summary::summary_tokens_of_bytes(bytes)
+    }
+
     /// The units a summary of `plan`'s region would hold: each pair, and the units of
     /// summaries inside the region, in log order. **O(r)** plus the payloads' length.
     pub fn units(&self, plan: &Plan) -> Vec<Unit> {

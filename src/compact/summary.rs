@@ -189,16 +189,20 @@ pub fn estimate_tokens(text: &str) -> u64 {
 /// for a summary record, and the strategies for their digests and ledgers.
 /// **O(units)**.
 pub fn estimate_summary_tokens(prose: Option<&str>, units: &[Unit]) -> u64 {
-    let bytes: usize = prose.map_or(0, str::len)
-        + units
-            .iter()
-            .map(|u| {
-                40 + u.call_id.len()
-                    + u.tool.as_deref().map_or(0, str::len)
-                    + u.arguments.as_deref().map_or(0, str::len)
-                    + u.first_line.as_deref().map_or(0, str::len)
-            })
-            .sum::<usize>();
+    summary_tokens_of_bytes(prose.map_or(0, str::len) + units.iter().map(unit_bytes).sum::<usize>())
+}
+
+/// What one unit adds to [`estimate_summary_tokens`]'s byte count. **O(1)**.
+pub(crate) fn unit_bytes(u: &Unit) -> usize {
+    40 + u.call_id.len()
+        + u.tool.as_deref().map_or(0, str::len)
+        + u.arguments.as_deref().map_or(0, str::len)
+        + u.first_line.as_deref().map_or(0, str::len)
+}
+
+/// [`estimate_summary_tokens`] of a summary of `bytes` bytes (prose and
+/// [`unit_bytes`] of its units). **O(1)**.
+pub(crate) fn summary_tokens_of_bytes(bytes: usize) -> u64 {
     (bytes as u64 / 4).max(1)
 }
 

@@ -458,6 +458,43 @@ proptest! {
     }
 }
 
+/// `Log::units_estimate` is `estimate_summary_tokens` of `Log::units`, on generated
+/// logs that hold earlier summaries (a pipeline ran on them first), for regions
+/// between every pair of legal cuts sampled.
+#[test]
+fn the_units_estimate_is_the_estimate_of_the_units() {
+    use cutpoint::compact::{ArgumentPolicy, estimate_summary_tokens};
+    let mut checked = 0;
+    for seed in 0..24u64 {
+        let mut log = generated(seed, 300 + 40 * seed as usize, 0.0);
+        let total = log.tracker().total_tokens();
+        let _ = Preset::Balanced.pipeline(total / 3).run(&mut log);
+        let _ = log.append(Entry::from(Record::user(10)));
+        let cuts: Vec<usize> = log.tracker().legal_cuts().collect();
+        let mut rng = Rng::new(seed);
+        for _ in 0..40 {
+            let a = cuts[rng.range(0, cuts.len() as u64 - 1) as usize];
+            let b = cuts[rng.range(0, cuts.len() as u64 - 1) as usize];
+            let (start, end) = (a.min(b), a.max(b));
+            for arguments in [
+                ArgumentPolicy::Verbatim,
+                ArgumentPolicy::Shorten { max_chars: 12 },
+            ] {
+                let Ok(plan) = log.plan_region(start..end, arguments) else {
+                    continue;
+                };
+                assert_eq!(
+                    log.units_estimate(&plan),
+                    estimate_summary_tokens(None, &log.units(&plan)),
+                    "seed {seed}, region {start}..{end}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 500, "{checked} regions");
+}
+
 #[test]
 fn long_sessions_compact_within_budget() {
     for seed in 0..4 {

@@ -5,9 +5,7 @@
 use std::future::Future;
 
 use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, StepReport};
-use crate::compact::{
-    ArgumentPolicy, Log, Outcome, Plan, Unit, estimate_summary_tokens, estimate_tokens,
-};
+use crate::compact::{ArgumentPolicy, Log, Outcome, Plan, Unit, estimate_tokens};
 
 /// What a summarizer is asked to summarize: the region's [`Plan`] (its pair atoms and
 /// position) and the [`Unit`]s its ledger will list, on the log as it is.
@@ -189,18 +187,20 @@ impl Summarize {
         let first = t
             .legal_cut_at_or_after(span.head + 1)
             .map_or(span.end, |c| c.min(span.end));
-        let plan_to = |end: usize| -> Option<Prepared> {
+        // A candidate region: its plan and its ledger's estimate, without the units
+        // (an earlier summary folded in is read, not cloned, once per candidate).
+        let plan_to = |end: usize| -> Option<(Plan, u64)> {
             let plan = log.plan_region(span.head..end, self.arguments).ok()?;
-            let units = log.units(&plan);
-            let ledger_tokens = estimate_summary_tokens(None, &units);
-            Some(Prepared {
-                plan,
-                units,
-                ledger_tokens,
-            })
+            let ledger_tokens = log.units_estimate(&plan);
+            Some((plan, ledger_tokens))
+        };
+        let prepared = |(plan, ledger_tokens): (Plan, u64)| Prepared {
+            units: log.units(&plan),
+            plan,
+            ledger_tokens,
         };
         let Some(target) = goal.target_tokens else {
-            return Ok(plan_to(span.end));
+            return Ok(plan_to(span.end).map(prepared));
         };
         let need = total - target;
         let mut want = need;
@@ -211,17 +211,16 @@ impl Summarize {
             let cut = t
                 .select_legal_cut_forward(base.saturating_add(want), u64::MAX)
                 .map_or(span.end, |c| c.clamp(first, span.end));
-            let Some(prepared) = plan_to(cut) else { break };
-            let saved = prepared
-                .plan
-                .region_tokens
-                .saturating_sub(prepared.ledger_tokens);
+            let Some((plan, ledger_tokens)) = plan_to(cut) else {
+                break;
+            };
+            let saved = plan.region_tokens.saturating_sub(ledger_tokens);
             if saved >= need || cut == span.end {
-                return Ok(Some(prepared));
+                return Ok(Some(prepared((plan, ledger_tokens))));
             }
-            want = need + prepared.ledger_tokens;
+            want = need + ledger_tokens;
         }
-        Ok(plan_to(span.end))
+        Ok(plan_to(span.end).map(prepared))
     }
 
     /// Applies the region with its prose.
