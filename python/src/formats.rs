@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use cutpoint::compact::{Direction, Log, SummaryParts, Unit, Window, summary_text};
 use cutpoint::format::records::{Reader, write_entry};
 use cutpoint::format::rewrite;
-use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
+use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -149,7 +149,21 @@ pub(crate) fn read(
     t.map_err(|e| errors::format(py, &e))
 }
 
-/// One broken provider rule, as `check` reports it.
+/// Reads `text` as `format` for a job ([`Loaded::read`]): records JSONL into a
+/// compaction log, any other format into a transcript counted with `counter`,
+/// raising the counter's error first. **O(len)**.
+pub(crate) fn load<'a>(
+    py: Python<'_>,
+    text: &'a str,
+    format: Format,
+    counter: &Counter<'_>,
+) -> PyResult<Loaded<'a>> {
+    let loaded = Loaded::read(text, format, counter.get());
+    counter.take_error()?;
+    loaded.map_err(|e| errors::load(py, &e))
+}
+
+/// One violation, as `check` reports it.
 #[pyclass(frozen, eq, get_all, module = "cutpoint._native", name = "Violation")]
 #[derive(Clone, PartialEq)]
 pub(crate) struct PyViolation {
@@ -201,23 +215,29 @@ pub(crate) fn detect(py: Python<'_>, text: &str) -> PyResult<&'static str> {
     })
 }
 
-/// The provider-rule violations of the log `text` in `format`, in message order.
-/// **O(len)**.
+/// The violations of the log `text` in `format`, in log order, as the CLI's
+/// `check` finds them ([`Loaded::check`]): the provider's rules, or for records
+/// JSONL the five conditions of safe compaction. **O(len)**.
 #[pyfunction]
 #[pyo3(signature = (text, format = "auto"))]
 pub(crate) fn check(py: Python<'_>, text: &str, format: &str) -> PyResult<Vec<PyViolation>> {
     guarded(py, || {
         let format = format_of(py, text, format)?;
-        let t = read(py, text, format, &Counter::new(None))?;
-        Ok(format::check_rules(&t)
+        let loaded =
+            Loaded::read_unjudged(text, format, &ByteEstimate).map_err(|e| errors::load(py, &e))?;
+        let checked = loaded
+            .check(None, false)
+            .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        Ok(checked
+            .violations
             .into_iter()
             .map(|v| PyViolation {
-                rule: v.rule.name(),
-                message: v.message,
+                rule: v.rule,
+                message: v.at,
                 line: v.line,
                 call_id: v.call_id.as_ref().map(ToString::to_string),
                 pending_at_end: v.pending_at_end,
-                display: v.to_string(),
+                display: v.display,
                 text: v.text,
             })
             .collect())
@@ -474,8 +494,12 @@ fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
     u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
-/// The records JSONL `text` as a compaction [`Log`]. **O(len)**.
+/// The records JSONL `text` as a compaction [`Log`] (input plainly of another kind
+/// is a mismatch, as [`Loaded::read`] says). **O(len)**.
 pub(crate) fn records_log(py: Python<'_>, text: &str) -> PyResult<Log> {
+    if let Some(e) = format::mismatch(text, Format::Records) {
+        return Err(errors::format(py, &e));
+    }
     let mut log = Log::new();
     for item in Reader::new(text.as_bytes()).entries() {
         let (_, entry) = item.map_err(|e| errors::records(py, &e))?;

@@ -175,7 +175,8 @@ pub struct Checked {
 
 impl<'a> Loaded<'a> {
     /// Reads `input` as `format`: records JSONL judged into a [`Log`] (default caps,
-    /// lenient), any other format into a [`Transcript`] counted with `counter`.
+    /// lenient; input plainly of another kind is [`FormatError::Mismatch`], as
+    /// [`read`](super::read) says), any other format into a [`Transcript`] counted with `counter`.
     /// **O(len)**.
     ///
     /// # Errors
@@ -190,6 +191,9 @@ impl<'a> Loaded<'a> {
                 transcript: super::read(input, format, counter)?,
                 input,
             });
+        }
+        if let Some(e) = super::mismatch(input, Format::Records) {
+            return Err(e.into());
         }
         let mut log = Log::new();
         for item in Reader::new(input.as_bytes()).entries() {
@@ -214,6 +218,9 @@ impl<'a> Loaded<'a> {
     ) -> Result<Loaded<'a>, LoadError> {
         if format != Format::Records {
             return Loaded::read(input, format, counter);
+        }
+        if let Some(e) = super::mismatch(input, Format::Records) {
+            return Err(e.into());
         }
         let (mut entries, mut lines) = (Vec::new(), Vec::new());
         for item in Reader::new(input.as_bytes()).entries() {
