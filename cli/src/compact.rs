@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, Window};
-use cutpoint::format::loaded::SummarizeError;
+use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::format::loaded::{SummarizeError, SummaryCount};
 use cutpoint::format::rewrite::RewriteError;
 use cutpoint::format::{ByteEstimate, Loaded};
 
@@ -123,11 +123,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
 /// byte-identical.
 fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
     let window = args.window(loaded.live_tokens());
+    let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
     let done = match loaded.summarize(
         &window,
         args.keep_head,
         args.summary.as_deref(),
-        args.summary_tokens,
+        fixed.as_ref().map(|f| f as SummaryCount<'_>),
     ) {
         Ok(done) => done,
         Err(SummarizeError::Rewrite(RewriteError::Deferred(report))) => {

@@ -201,3 +201,50 @@ def test_a_bad_records_line_is_the_same_error_from_check_and_compact() -> None:
         errors.append((str(e.value), e.value.line, e.value.detail))
     assert errors[0][1] == 2 and not errors[0][2].startswith("line ")
     assert errors == [errors[0]] * 3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_python_summarizes_records_as_the_cli_compacts_at_a_target(seed: int, tmp_path: Path) -> None:
+    # One summary at a token target on records JSONL: the same region, and the same
+    # deferral (text included) where there is no legal cut, as for every other format.
+    # (The bytes differ by the summary record's prose and count: the CLI writes no
+    # prose by default and estimates the count from `--summary-tokens` or the ledger,
+    # Python writes its default prose and counts it with the token counter.)
+    text = records_log(random.Random(200 + seed), broken=False)
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    live = sum(json.loads(line)["tokens"] for line in text.splitlines())
+    for target in (1, 3, live * 30 // 100, live * 55 // 100, live * 80 // 100):
+        done = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True)
+        case = f"seed {seed} summarize --target {target}"
+        try:
+            report = cutpoint.compact_report(text, format="records", strategy="summarize", target=target)
+        except cutpoint.DeferError as e:
+            assert done.returncode == 3, f"{case}: Python deferred, the CLI did not: {done.stderr!r}"
+            said = done.stderr.decode().strip().splitlines()[-1].removeprefix("cutpoint: deferred: ")
+            assert str(e) == said, case
+            continue
+        assert done.returncode == 0, f"{case}: {done.stderr!r}"
+        if report.changed:
+            said = done.stderr.decode().strip().splitlines()[-1]
+            assert said.startswith(f"cutpoint: compact records {report.head}..{report.cut} "), case
+            kept = [json.loads(line) for line in report.messages.splitlines()[report.head + 1 :]]
+            assert kept == [json.loads(line) for line in text.splitlines()[report.cut :]], case
+
+
+def test_a_records_target_in_the_first_record_defers_as_in_the_cli(tmp_path: Path) -> None:
+    # Before, Python answered "unchanged" where the CLI (and Python on every other
+    # format) defers: the only legal cut the walk back reaches is the pinned head.
+    text = (
+        '{"kind":"user","tokens":10}\n'
+        '{"kind":"tool_use","call_id":"a","tokens":5,"name":"ls","arguments":{}}\n'
+        '{"kind":"tool_result","call_id":"a","tokens":50,"content":"x"}\n'
+        '{"kind":"assistant","tokens":10}\n'
+    )
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    done = subprocess.run([str(cli()), "compact", "--target", "3", str(path)], capture_output=True, text=True)
+    assert done.returncode == 3
+    with pytest.raises(cutpoint.DeferError) as e:
+        cutpoint.compact_report(text, format="records", strategy="summarize", target=3)
+    assert f"cutpoint: deferred: {e.value}" == done.stderr.strip()

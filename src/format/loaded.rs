@@ -30,7 +30,8 @@ use super::{
 use crate::compact::pipeline::{Pipeline, Progress};
 use crate::compact::strategy::Summarizer;
 use crate::compact::{
-    self, ApplyError, Direction, Entry, Log, PlanError, Window, estimate_summary_tokens,
+    self, ApplyError, Direction, Entry, Log, Orphan, PlanError, Unit, Window,
+    estimate_summary_tokens,
 };
 use crate::{AppendError, CallId};
 
@@ -103,6 +104,10 @@ pub struct NoNativeCompaction;
 #[non_exhaustive]
 pub struct NotComparable;
 
+/// How [`Loaded::summarize`] counts a records summary's tokens: from the ledger it
+/// lists.
+pub type SummaryCount<'c> = &'c dyn Fn(&[Unit]) -> u64;
+
 /// A summary written by [`Loaded::summarize`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -111,6 +116,16 @@ pub struct Summarized {
     pub text: String,
     /// One line saying what was done, as `cutpoint compact` prints it.
     pub done: String,
+    /// The first summarized record or message (the end of the pinned head).
+    pub head: usize,
+    /// The first retained one; equal to `head` when nothing was compacted.
+    pub cut: usize,
+    /// Tokens of the summarized region.
+    pub tokens: u64,
+    /// The summarized tool pairs, as the summary's ledger lists them.
+    pub ledger: Vec<Unit>,
+    /// The results without their call the summary lists (the other formats).
+    pub orphans: Vec<Orphan>,
 }
 
 /// One violation [`Loaded::check`] found.
@@ -251,6 +266,37 @@ impl<'a> Loaded<'a> {
         }
     }
 
+    /// The first position of the live history (0 for records JSONL; for the other
+    /// formats the message after the last compaction boundary) and the prefix sums
+    /// of the live positions' tokens: `sums[k]` is the tokens before position
+    /// `from + k`, the last the live history's total. **O(n)**.
+    pub fn live_prefix(&self) -> (usize, Vec<u64>) {
+        let (from, tokens): (usize, Vec<u64>) = match self {
+            Loaded::Records { log, .. } => {
+                (0, log.entries().iter().map(|e| e.record.tokens()).collect())
+            }
+            Loaded::Unjudged { entries, .. } => {
+                (0, entries.iter().map(|e| e.record.tokens()).collect())
+            }
+            Loaded::Transcript { transcript, .. } => {
+                let from = transcript.live_from();
+                (
+                    from,
+                    transcript.messages[from..]
+                        .iter()
+                        .map(super::Message::tokens)
+                        .collect(),
+                )
+            }
+        };
+        let mut sums = Vec::with_capacity(tokens.len() + 1);
+        sums.push(0u64);
+        for t in tokens {
+            sums.push(sums[sums.len() - 1].saturating_add(t));
+        }
+        (from, sums)
+    }
+
     /// Records JSONL judged (the records log itself, or an unjudged read appended to
     /// a new one) with its input, or the transcript with its text. **O(1)**, or
     /// **O(n)** to judge.
@@ -319,9 +365,9 @@ impl<'a> Loaded<'a> {
     /// records (records JSONL) or messages of the live history (the other formats,
     /// overriding `window.keep_head`). `summary` is the prose (the other formats
     /// default to "Earlier conversation, compacted."); `summary_tokens` what the
-    /// summary record counts (records JSONL; by default about a quarter of its
-    /// bytes). A log with nothing to compact past its head is returned as it came.
-    /// **O(len)**.
+    /// summary record counts for the ledger it lists (records JSONL; by default about
+    /// a quarter of its bytes). A log with nothing to compact past its head is
+    /// returned as it came. **O(len)**.
     ///
     /// # Errors
     /// [`SummarizeError::Rewrite`] with [`RewriteError::Deferred`] (no legal cut in
@@ -332,68 +378,48 @@ impl<'a> Loaded<'a> {
         window: &Window,
         keep_head: usize,
         summary: Option<&str>,
-        summary_tokens: Option<u64>,
+        summary_tokens: Option<SummaryCount<'_>>,
     ) -> Result<Summarized, SummarizeError> {
         let (transcript, input) = match self.view() {
             View::Transcript(transcript, input) => (transcript, input),
             View::Records(log, _) => {
-                let mut log = log.map_err(RewriteError::from)?.into_owned();
+                let log = log.map_err(RewriteError::from)?.into_owned();
                 let window = window.clone().keep_head(keep_head);
-                let plan = log.plan(&window).map_err(|e| match e {
-                    PlanError::NoLegalCut(defer) => {
-                        let report = DeferReport::records(&defer, log.tracker());
-                        RewriteError::Deferred(Box::new(
-                            if window.direction == Direction::Forward {
-                                report.searched_forward()
-                            } else {
-                                report
-                            },
-                        ))
-                    }
-                    other => RewriteError::Plan(other),
-                })?;
-                if plan.region.is_empty() {
-                    if let Some(defer) = defer_at_head(log.tracker(), plan.region.start, &window) {
-                        let report =
-                            DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
-                        return Err(RewriteError::Deferred(Box::new(report)).into());
-                    }
-                }
-                let tokens = summary_tokens
-                    .unwrap_or_else(|| estimate_summary_tokens(summary, &log.units(&plan)));
-                let done = plan.to_string();
-                log.apply(&plan, summary.map(str::to_owned), tokens)?;
-                return Ok(Summarized {
-                    text: write_records(&log),
-                    done,
-                });
+                return summarize_records(log, &window, summary, summary_tokens);
             }
         };
         let summary = summary.unwrap_or("Earlier conversation, compacted.");
-        Ok(
-            match rewrite::compact(transcript, input, window, keep_head, summary)? {
-                Some(done) => {
-                    let orphans = match done.orphans.len() {
-                        0 => String::new(),
-                        n => format!(", {n} orphan results listed"),
-                    };
-                    Summarized {
-                        done: format!(
-                            "summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
-                            done.head,
-                            done.cut,
-                            done.tokens,
-                            done.ledger.len()
-                        ),
-                        text: done.text,
-                    }
-                }
-                None => Summarized {
-                    text: input.to_owned(),
-                    done: "nothing to compact past the pinned head".to_owned(),
-                },
-            },
-        )
+        let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
+            let head = transcript.live_from().saturating_add(keep_head);
+            return Ok(Summarized {
+                text: input.to_owned(),
+                done: "nothing to compact past the pinned head".to_owned(),
+                head,
+                cut: head,
+                tokens: 0,
+                ledger: Vec::new(),
+                orphans: Vec::new(),
+            });
+        };
+        let orphans = match done.orphans.len() {
+            0 => String::new(),
+            n => format!(", {n} orphan results listed"),
+        };
+        Ok(Summarized {
+            done: format!(
+                "summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
+                done.head,
+                done.cut,
+                done.tokens,
+                done.ledger.len()
+            ),
+            text: done.text,
+            head: done.head,
+            cut: done.cut,
+            tokens: done.tokens,
+            ledger: done.ledger,
+            orphans: done.orphans,
+        })
     }
 
     /// Runs `pipeline` to its budget and writes the log back in its format: records
@@ -544,6 +570,49 @@ impl<'a> Loaded<'a> {
 enum View<'l, 'a> {
     Records(Result<Cow<'l, Log>, AppendError>, &'a str),
     Transcript(&'l Transcript, &'a str),
+}
+
+/// [`Loaded::summarize`] on a records log: [`Log::plan`] and [`Log::apply`], the
+/// deferrals told in records. **O(len)**.
+fn summarize_records(
+    mut log: Log,
+    window: &Window,
+    summary: Option<&str>,
+    summary_tokens: Option<SummaryCount<'_>>,
+) -> Result<Summarized, SummarizeError> {
+    let plan = log.plan(window).map_err(|e| match e {
+        PlanError::NoLegalCut(defer) => {
+            let report = DeferReport::records(&defer, log.tracker());
+            RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
+                report.searched_forward()
+            } else {
+                report
+            }))
+        }
+        other => RewriteError::Plan(other),
+    })?;
+    if plan.region.is_empty() {
+        if let Some(defer) = defer_at_head(log.tracker(), plan.region.start, window) {
+            let report = DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
+            return Err(RewriteError::Deferred(Box::new(report)).into());
+        }
+    }
+    let ledger = log.units(&plan);
+    let tokens = summary_tokens.map_or_else(
+        || estimate_summary_tokens(summary, &ledger),
+        |count| count(&ledger),
+    );
+    let done = plan.to_string();
+    log.apply(&plan, summary.map(str::to_owned), tokens)?;
+    Ok(Summarized {
+        text: write_records(&log),
+        done,
+        head: plan.region.start,
+        cut: plan.region.end,
+        tokens: plan.region_tokens,
+        ledger,
+        orphans: Vec::new(),
+    })
 }
 
 /// A records log written back as records JSONL. **O(len)**.
