@@ -8,7 +8,7 @@
 //! | [`Loaded::native_cut`] | refused ([`NoNativeCompaction`]) | [`keep_recent_cut`] |
 //! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | [`rewrite::compact`] |
 //! | [`Loaded::run`] | [`Pipeline::run_to_budget`] on the log, written back line by line | [`edit::run`] |
-//! | [`Loaded::check`] | [`validate`](crate::compact::validate): the five conditions | [`check_rules`], or [`check_against`] an original |
+//! | [`Loaded::check`] | [`validate`](crate::compact::validate()): the five conditions | [`check_rules`], or [`check_against`] an original |
 //!
 //! Records JSONL is read either judged, into a compaction [`Log`] whose tracker
 //! refuses what breaks its caps or mode ([`Loaded::Records`]), or as it is, without
@@ -481,7 +481,7 @@ impl<'a> Loaded<'a> {
     }
 
     /// The log's violations: records JSONL against the five conditions of safe
-    /// compaction ([`compact::validate`]), every other format against its provider's
+    /// compaction ([`compact::validate()`]), every other format against its provider's
     /// rules ([`check_rules`]), or as a rewrite of `before` ([`check_against`]).
     /// With `allow_pending`, calls still unanswered at the very end are not
     /// violations. **O(len)**.
