@@ -10,12 +10,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use cutpoint::compact::{self, Options};
-use cutpoint::format::{self, RuleViolation};
+use cutpoint::format::{self, Finding, IndexSpace};
 use serde_json::json;
 
 use crate::exit;
-use crate::source::{self, FormatArg, Source};
+use crate::source::{self, FormatArg, Records};
 
 /// Arguments of `cutpoint check`.
 #[derive(clap::Args)]
@@ -93,75 +92,33 @@ fn read_and_check(
     allow_pending: bool,
     limits: cutpoint::Limits,
 ) -> Result<Checked, String> {
-    let source = source::open(Some(path), format)?;
+    let mut source = source::open(Some(path), format)?;
     let resolved = source.format(format)?;
-    if resolved == format::Format::Records {
-        if before.is_some() {
-            return Err(format!(
-                "{}: --before compares provider formats; a records log is checked on its own",
-                path.display()
-            ));
-        }
-        return check_records(source, allow_pending, limits);
-    }
-    let transcript = source.transcript(resolved, &format::ByteEstimate)?;
-    let mut violations = match before {
-        None => format::check_rules(&transcript),
+    let loaded = source.load(resolved, Records::Unjudged(limits), &format::ByteEstimate)?;
+    let checked = match before {
+        None => loaded.check(None, allow_pending),
         Some(original) => {
-            let original = source::open(Some(original), FormatArg(Some(resolved)))?
-                .transcript(resolved, &format::ByteEstimate)?;
-            format::check_against(&original, &transcript)
+            loaded
+                .comparable()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut original = source::open(Some(original), FormatArg(Some(resolved)))?;
+            let original =
+                original.load(resolved, Records::Unjudged(limits), &format::ByteEstimate)?;
+            loaded.check(Some(&original), allow_pending)
         }
-    };
-    if allow_pending {
-        violations.retain(|v| !v.pending_at_end);
     }
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Checked::Read {
-        format: transcript.format,
-        messages: transcript.messages.len(),
-        violations: violations.iter().map(line_of).collect(),
-        digest: None,
+        format: checked.format,
+        messages: checked.messages,
+        violations: checked.violations.iter().map(line_of).collect(),
+        digest: checked.digest,
     })
 }
 
-/// Reads and validates a records log: its violations with their input lines, and
-/// the digest of its pairing structure.
-fn check_records(
-    source: Source,
-    allow_pending: bool,
-    limits: cutpoint::Limits,
-) -> Result<Checked, String> {
-    let read = source.entries(limits)?;
-    let options = if allow_pending {
-        Options::allowing_pending()
-    } else {
-        Options::strict()
-    };
-    let report = compact::validate(&read.entries, options);
-    let violations = report
-        .violations
-        .iter()
-        .map(|v| Line {
-            line: read.line(v.at()),
-            message: None,
-            rule: v.kind(),
-            call_id: Some(v.call_id().to_string()),
-            pending_at_end: matches!(v, compact::Violation::PendingAtEnd { .. }),
-            text: String::new(),
-        })
-        .collect();
-    Ok(Checked::Read {
-        format: format::Format::Records,
-        messages: read.entries.len(),
-        violations,
-        digest: Some(report.structure.digest()),
-    })
-}
-
-/// A provider-rule violation as a printed line: the text after the call id is the
-/// provider's error text and whether the call is pending or was left behind.
-fn line_of(v: &RuleViolation) -> Line {
-    let shown = v.to_string();
+/// A finding as a printed line: the text after the call id is the provider's error
+/// text and whether the call is pending or was left behind (nothing, for records).
+fn line_of(v: &Finding) -> Line {
     let prefix = format!(
         "{}: {}: {}",
         v.line,
@@ -173,11 +130,15 @@ fn line_of(v: &RuleViolation) -> Line {
     );
     Line {
         line: v.line,
-        message: Some(v.message),
-        rule: v.rule.name(),
+        message: (v.space == IndexSpace::Messages).then_some(v.at),
+        rule: v.rule,
         call_id: v.call_id.as_ref().map(|c| c.to_string()),
         pending_at_end: v.pending_at_end,
-        text: shown.strip_prefix(&prefix).unwrap_or(&shown).to_owned(),
+        text: v
+            .display
+            .strip_prefix(&prefix)
+            .unwrap_or_default()
+            .to_owned(),
     }
 }
 

@@ -1,18 +1,18 @@
 //! `cutpoint compact`: replace the region before the legal cut nearest the target by
 //! one summary and print the compacted log, in the input's format.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::compact::{ArgumentPolicy, Direction, PlanError, Window, estimate_summary_tokens};
-use cutpoint::format::records::write_entry;
-use cutpoint::format::rewrite::{self, RewriteError};
-use cutpoint::format::{self, ByteEstimate, DeferReport, Format};
+use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::format::loaded::{SummarizeError, SummaryCount};
+use cutpoint::format::rewrite::RewriteError;
+use cutpoint::format::{ByteEstimate, Loaded};
 
 use crate::exit;
 use crate::guard::InputOptions;
-use crate::source::{self, FormatArg, Source};
+use crate::source::{self, FormatArg, Records};
 
 /// Arguments of `cutpoint compact`.
 #[derive(clap::Args)]
@@ -92,7 +92,7 @@ impl Args {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let source = match source::open(args.file.as_deref(), args.format) {
+    let mut source = match source::open(args.file.as_deref(), args.format) {
         Ok(s) => s,
         Err(e) => return exit::bad_input(&e),
     };
@@ -107,108 +107,42 @@ pub(crate) fn run(args: Args) -> ExitCode {
             args.summary.as_deref(),
             &args.input,
         ),
-        (Ok(Format::Records), None) => compact_records(source, args),
-        (Ok(format), None) => compact_transcript(&source, format, &args),
+        (Ok(format), None) => {
+            let name = source.name.clone();
+            match source.load(format, Records::Judged(&args.input), &ByteEstimate) {
+                Ok(loaded) => compact(&name, &loaded, &args),
+                Err(e) => exit::bad_input(&e),
+            }
+        }
     }
 }
 
-/// Records JSONL: planned and applied on a [`cutpoint::compact::Log`], written back as
-/// records JSONL with the summary's units as `covers`.
-fn compact_records(source: Source, args: Args) -> ExitCode {
-    let name = source.name.clone();
-    let mut log = match source.log(&args.input) {
-        Ok(log) => log,
-        Err(message) => return exit::bad_input(&message),
-    };
-    let window = args.window(log.tracker().total_tokens());
-    let plan = match log.plan(&window) {
-        Ok(plan) => plan,
-        Err(PlanError::NoLegalCut(defer)) => {
-            let report = DeferReport::records(&defer, log.tracker());
-            let report = if args.forward {
-                report.searched_forward()
-            } else {
-                report
-            };
+/// One summary at the target ([`Loaded::summarize`]), the log printed in its format:
+/// records JSONL with the summary's units as `covers`; the provider formats with the
+/// pinned head (in messages) verbatim, one summary message, the retained messages
+/// byte-identical.
+fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
+    let window = args.window(loaded.live_tokens());
+    let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
+    let done = match loaded.summarize(
+        &window,
+        args.keep_head,
+        args.summary.as_deref(),
+        fixed.as_ref().map(|f| f as SummaryCount<'_>),
+    ) {
+        Ok(done) => done,
+        Err(SummarizeError::Rewrite(RewriteError::Deferred(report))) => {
             eprintln!("cutpoint: deferred: {report}");
             return ExitCode::from(exit::DEFER);
         }
-        Err(why) => {
+        Err(SummarizeError::Rewrite(RewriteError::Plan(why))) => {
             eprintln!("cutpoint: deferred: {why}");
             return ExitCode::from(exit::DEFER);
         }
+        Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
-    if plan.region.is_empty() {
-        if let Some(defer) = format::defer_at_head(log.tracker(), plan.region.start, &window) {
-            let report = DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
-            eprintln!("cutpoint: deferred: {report}");
-            return ExitCode::from(exit::DEFER);
-        }
-    }
-    let tokens = args
-        .summary_tokens
-        .unwrap_or_else(|| estimate_summary_tokens(args.summary.as_deref(), &log.units(&plan)));
-    eprintln!("cutpoint: {plan}");
-    if let Err(e) = log.apply(&plan, args.summary, tokens) {
-        return exit::bad_input(&format!("{name}: {e}"));
-    }
-    let mut out = BufWriter::new(io::stdout().lock());
-    for entry in log.entries() {
-        if write_entry(&mut out, entry).is_err() {
-            // A closed stdout (`| head`): stop quietly.
-            return ExitCode::SUCCESS;
-        }
-    }
-    let _ = out.flush();
+    eprintln!("cutpoint: {}", done.done);
+    // A closed stdout (`| head`) is not worth a panic.
+    let _ = io::stdout().lock().write_all(done.text.as_bytes());
     ExitCode::SUCCESS
-}
-
-/// A provider format: planned by [`rewrite::compact`] and printed in the input's
-/// format.
-fn compact_transcript(source: &Source, format: Format, args: &Args) -> ExitCode {
-    let transcript = match source.transcript(format, &ByteEstimate) {
-        Ok(t) => t,
-        Err(e) => return exit::bad_input(&e),
-    };
-    let Ok(text) = source.text() else {
-        return exit::bad_input(&format!("{}: not UTF-8 text", source.name));
-    };
-    let summary = args
-        .summary
-        .as_deref()
-        .unwrap_or("Earlier conversation, compacted.");
-    let mut out = io::stdout().lock();
-    let window = args.window(transcript.live_tokens());
-    match rewrite::compact(&transcript, text, &window, args.keep_head, summary) {
-        Ok(Some(done)) => {
-            let orphans = match done.orphans.len() {
-                0 => String::new(),
-                n => format!(", {n} orphan results listed"),
-            };
-            eprintln!(
-                "cutpoint: summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
-                done.head,
-                done.cut,
-                done.tokens,
-                done.ledger.len()
-            );
-            // A closed stdout (`| head`) is not worth a panic.
-            let _ = out.write_all(done.text.as_bytes());
-            ExitCode::SUCCESS
-        }
-        Ok(None) => {
-            eprintln!("cutpoint: nothing to compact past the pinned head");
-            let _ = out.write_all(text.as_bytes());
-            ExitCode::SUCCESS
-        }
-        Err(RewriteError::Deferred(report)) => {
-            eprintln!("cutpoint: deferred: {report}");
-            ExitCode::from(exit::DEFER)
-        }
-        Err(RewriteError::Plan(why)) => {
-            eprintln!("cutpoint: deferred: {why}");
-            ExitCode::from(exit::DEFER)
-        }
-        Err(e) => exit::bad_input(&format!("{}: {e}", source.name)),
-    }
 }

@@ -5,12 +5,11 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cutpoint::Tracker;
-use cutpoint::format::{self, DeferReport, Format, Keep, NativeCompaction};
+use cutpoint::format::{self, DeferReport, Keep, NativeCompaction};
 
 use crate::exit;
 use crate::guard::InputOptions;
-use crate::source::{self, FormatArg, Tokenizer};
+use crate::source::{self, FormatArg, Records, Tokenizer};
 
 /// Arguments of `cutpoint cut`.
 #[derive(clap::Args)]
@@ -96,9 +95,10 @@ enum Refused {
 
 /// The cut (a record index for records JSONL; for the provider formats the tracker
 /// runs over the live history's records and the cut is the first retained message),
-/// or why there is none, in the same index space.
+/// or why there is none, in the same index space
+/// ([`Loaded::select_cut`](cutpoint::format::Loaded::select_cut)).
 fn cut(args: &Args) -> Result<Result<usize, Refused>, String> {
-    let source = source::open(args.file.as_deref(), args.format)?;
+    let mut source = source::open(args.file.as_deref(), args.format)?;
     let format = source.format(args.format)?;
     if let Some(kind) = args.native {
         let keep = match (args.keep, args.keep_turns) {
@@ -106,14 +106,12 @@ fn cut(args: &Args) -> Result<Result<usize, Refused>, String> {
             (None, Some(turns)) => Keep::Turns(usize::try_from(turns).unwrap_or(usize::MAX)),
             _ => return Err("--for needs --keep TOKENS or --keep-turns N".to_owned()),
         };
-        if format == Format::Records {
-            return Err(format!(
-                "--for {kind} needs a provider format; records JSONL has no native compaction"
-            ));
-        }
         let counter = args.tokenizer.counter()?;
-        let transcript = source.transcript(format, counter.as_ref())?;
-        return match format::keep_recent_cut(&transcript, kind, keep) {
+        let loaded = source.load(format, Records::Judged(&args.input), counter.as_ref())?;
+        return match loaded
+            .native_cut(kind, keep)
+            .map_err(|e| format!("--for {kind} needs a provider format; {e}"))?
+        {
             Ok(c) => Ok(Ok(c.cut)),
             Err(e @ format::NativeCutError::NoCut { .. }) => Ok(Err(Refused::NoCut(e.to_string()))),
             Err(e) => Err(e.to_string()),
@@ -122,17 +120,10 @@ fn cut(args: &Args) -> Result<Result<usize, Refused>, String> {
     let (Some(target), Some(lookback)) = (args.target, args.lookback) else {
         return Err("cut needs --target and --lookback (or --for)".to_owned());
     };
-    if format == Format::Records {
-        let tracker: Tracker = source.tracker(&args.input)?;
-        return Ok(tracker
-            .select_legal_cut(target, lookback)
-            .map_err(|d| Refused::Deferred(DeferReport::records(&d, &tracker))));
-    }
     let counter = args.tokenizer.counter()?;
-    let transcript = source.transcript(format, counter.as_ref())?;
-    let (tracker, owner) = transcript.tracker().map_err(|e| e.to_string())?;
-    Ok(tracker
-        .select_legal_cut(target, lookback)
-        .map(|cut| transcript.message_at(&owner, cut))
-        .map_err(|d| Refused::Deferred(DeferReport::messages(&d, &tracker, &transcript, &owner))))
+    let loaded = source.load(format, Records::Judged(&args.input), counter.as_ref())?;
+    Ok(loaded
+        .select_cut(target, lookback)
+        .map_err(|e| e.to_string())?
+        .map_err(Refused::Deferred))
 }

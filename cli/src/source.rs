@@ -7,10 +7,10 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::Path;
 
+use cutpoint::Limits;
 use cutpoint::compact::{Entry, Log};
 use cutpoint::format::records::{ReadError, Reader};
-use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
-use cutpoint::{Limits, Tracker};
+use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
 
 use crate::guard::{CallLines, CapGauge, InputOptions, cap_message};
 
@@ -145,21 +145,19 @@ pub(crate) fn load(file: Option<&Path>) -> Result<Source, String> {
 
 /// Records JSONL read with payloads, without judging pairing, and the input line of
 /// each entry.
-pub(crate) struct Entries {
+struct Entries {
     /// The entries, in log order.
-    pub(crate) entries: Vec<Entry>,
+    entries: Vec<Entry>,
     /// `lines[i]` is the 1-based input line of `entries[i]`.
-    pub(crate) lines: Vec<usize>,
+    lines: Vec<usize>,
 }
 
-impl Entries {
-    /// The input line of record `at`, or one past the last line for `at == len`.
-    pub(crate) fn line(&self, at: usize) -> usize {
-        self.lines
-            .get(at)
-            .copied()
-            .unwrap_or_else(|| self.lines.last().map_or(1, |l| l + 1))
-    }
+/// How a job reads records JSONL ([`Source::load`]).
+pub(crate) enum Records<'o> {
+    /// Judged by a tracker with the caps and mode of the options (`cut`, `compact`).
+    Judged(&'o InputOptions),
+    /// As it is, its pairing not judged, held to the caps (`check`).
+    Unjudged(Limits),
 }
 
 impl Source {
@@ -212,26 +210,47 @@ impl Source {
         })
     }
 
-    /// Records JSONL into a tracker under the caps and mode of `options`. A repeated
-    /// call id names the earlier line too.
-    pub(crate) fn tracker(self, options: &InputOptions) -> Result<Tracker, String> {
-        let limits = options.limits();
-        let mut tracker = Tracker::with_limits(limits).in_mode(options.mode());
-        let mut lines = CallLines::default();
-        let (name, reader) = self.reader();
-        for item in Reader::new(reader).max_line_bytes(limits.max_line_bytes) {
-            let (line, record) = item.map_err(|e| located(&name, &e))?;
-            match tracker.append(record.clone()) {
-                Ok(_) => lines.accepted(&record, line),
-                Err(e) => return Err(format!("{name}:{line}: {}", lines.explain(&e))),
-            }
+    /// The input read as `format` for a job ([`Loaded`]): records JSONL judged into
+    /// a compaction log under the caps and mode of `options`, or as it is under
+    /// `limits` for `check` (see [`Records`]); any other format into a transcript
+    /// counted with `counter`. The one place the CLI tells records JSONL from the
+    /// other formats, past [`open`]. Errors read `FILE:LINE: what is wrong`.
+    pub(crate) fn load(
+        &mut self,
+        format: Format,
+        records: Records<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Loaded<'_>, String> {
+        if format != Format::Records {
+            let transcript = self.transcript(format, counter)?;
+            return Ok(Loaded::Transcript {
+                transcript,
+                input: self.text()?,
+            });
         }
-        Ok(tracker)
+        Ok(match records {
+            Records::Judged(options) => {
+                let log = self.log(options)?;
+                // Every line read is UTF-8, so the whole input is (empty when streamed).
+                let input = std::str::from_utf8(self.bytes()).unwrap_or("");
+                Loaded::Records {
+                    log: Box::new(log),
+                    input,
+                }
+            }
+            Records::Unjudged(limits) => {
+                let read = self.entries(limits)?;
+                Loaded::Unjudged {
+                    entries: read.entries,
+                    lines: read.lines,
+                }
+            }
+        })
     }
 
     /// Records JSONL with payloads into a compaction log under the caps and mode of
     /// `options`. A repeated call id names the earlier line too.
-    pub(crate) fn log(self, options: &InputOptions) -> Result<Log, String> {
+    fn log(&mut self, options: &InputOptions) -> Result<Log, String> {
         let limits = options.limits();
         let mut log = Log::with_limits(limits, options.mode());
         let mut lines = CallLines::default();
@@ -249,9 +268,8 @@ impl Source {
     }
 
     /// Records JSONL with payloads, without judging its pairing (a broken log is still
-    /// read), but held to `limits` as [`tracker`](Source::tracker) is (see
-    /// [`CapGauge`]).
-    pub(crate) fn entries(self, limits: Limits) -> Result<Entries, String> {
+    /// read), but held to `limits` as [`log`](Source::log) is (see [`CapGauge`]).
+    fn entries(&mut self, limits: Limits) -> Result<Entries, String> {
         let mut entries = Vec::new();
         let mut lines = Vec::new();
         let mut gauge = CapGauge::new(limits);
@@ -277,12 +295,12 @@ impl Source {
     }
 
     /// The name and a line reader over the input.
-    fn reader(self) -> (String, Box<dyn BufRead>) {
-        let reader: Box<dyn BufRead> = match self.body {
-            Body::Whole(bytes) => Box::new(io::Cursor::new(bytes)),
-            Body::Stream(reader) => reader,
+    fn reader(&mut self) -> (String, Box<dyn BufRead + '_>) {
+        let reader: Box<dyn BufRead + '_> = match &mut self.body {
+            Body::Whole(bytes) => Box::new(&bytes[..]),
+            Body::Stream(reader) => Box::new(reader),
         };
-        (self.name, reader)
+        (self.name.clone(), reader)
     }
 }
 

@@ -2,20 +2,18 @@
 //! run towards a token budget, the log printed in the input's format; `--report`
 //! prints a JSON line per step on stderr.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 pub(crate) use cutpoint::compact::pipeline::Choice;
 use cutpoint::compact::pipeline::{PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{ClearInputs, Kind, NoProgress, Prose, SummaryRequest};
-use cutpoint::format::edit;
-use cutpoint::format::records::write_entry;
 use cutpoint::format::{ByteEstimate, Format};
 use serde_json::{Value, json};
 
 use crate::exit;
 use crate::guard::InputOptions;
-use crate::source::Source;
+use crate::source::{Records, Source};
 
 /// `--strategy`: a strategy's name or `pipeline`.
 pub(crate) fn parse_strategy(name: &str) -> Result<Choice, String> {
@@ -110,11 +108,12 @@ impl StrategyArgs {
     }
 }
 
-/// Runs the strategy flags on `source`: records JSONL through a [`Log`], the provider
-/// formats through `format::edit`. `keep_head` counts records for records JSONL,
-/// messages otherwise.
+/// Runs the strategy flags on `source` ([`Loaded::run`](cutpoint::format::Loaded::run)):
+/// records JSONL on its log, the provider formats through `format::edit`.
+/// `keep_head` counts records for records JSONL, messages of the live history
+/// otherwise.
 pub(crate) fn run(
-    source: Source,
+    mut source: Source,
     format: Format,
     args: &StrategyArgs,
     choice: Choice,
@@ -131,46 +130,12 @@ pub(crate) fn run(
             "cutpoint: --strategy pipeline needs --budget or --context-window with --max-output",
         );
     }
-    if format == Format::Records {
-        // A log within its budget is printed as it came (byte for byte), not as the
-        // records writer would spell it: a copy of the input kept for that case.
-        let original = source.bytes().to_vec();
-        let mut log = match source.log(input) {
-            Ok(log) => log,
-            Err(message) => return exit::bad_input(&message),
-        };
-        let pipeline = args.settings().pipeline(choice, keep_head);
-        let report = pipeline.run_to_budget(&mut log, &mut progress, &mut prose);
-        // Nothing edited (within budget, or no stage could act): the input as it came.
-        let edited = report.ran().any(|r| !r.edits.is_empty());
-        let unchanged = !edited && !original.is_empty();
-        return finish(args, &report, || {
-            let mut out = BufWriter::new(io::stdout().lock());
-            if unchanged {
-                let _ = out.write_all(&original);
-                let _ = out.flush();
-                return;
-            }
-            for entry in log.entries() {
-                if write_entry(&mut out, entry).is_err() {
-                    return;
-                }
-            }
-            let _ = out.flush();
-        });
-    }
-    let transcript = match source.transcript(format, &ByteEstimate) {
-        Ok(t) => t,
+    let loaded = match source.load(format, Records::Judged(input), &ByteEstimate) {
+        Ok(loaded) => loaded,
         Err(e) => return exit::bad_input(&e),
     };
-    let Ok(text) = source.text() else {
-        return exit::bad_input(&format!("{name}: not UTF-8 text"));
-    };
-    // The pinned head counts messages of the live history here.
     let pipeline = args.settings().pipeline(choice, 0);
-    match edit::run(
-        &transcript,
-        text,
+    match loaded.run(
         &pipeline,
         keep_head,
         &mut progress,
@@ -178,7 +143,10 @@ pub(crate) fn run(
         &ByteEstimate,
     ) {
         Ok(done) => finish(args, &done.report, || {
-            let _ = io::stdout().lock().write_all(done.text.as_bytes());
+            let mut out = io::stdout().lock();
+            // A closed stdout (`| head`) is not worth a panic.
+            let _ = out.write_all(done.text.as_bytes());
+            let _ = out.flush();
         }),
         Err(e @ edit::EditError::ThinkingBound { .. }) => {
             eprintln!("cutpoint: {name}: {e}");

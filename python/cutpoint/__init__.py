@@ -122,7 +122,10 @@ def check(messages: LogLike, format: str = "auto") -> List[Violation]:
     of the input where it starts, the ``call_id`` concerned, whether an unanswered call
     is still in flight at the very end of the log (``pending_at_end``), and the
     provider's error ``text``. An empty list means the provider would accept the
-    log's tool-call structure. Records logs are checked for pairing only.
+    log's tool-call structure. Records logs are checked as ``cutpoint check`` checks
+    them, for the five conditions of safe compaction: the rule is the violation's kind
+    (``"unanswered-call"``, ``"pending-at-end"``, ``"orphan-result"``, ...), ``message``
+    the record's index, and ``text`` empty.
 
     O(len). Raises ``FormatError`` when the log cannot be read in ``format``.
     """

@@ -331,17 +331,30 @@ pub(crate) fn format(py: Python<'_>, e: &FormatError) -> PyErr {
     }
 }
 
-/// A `FormatError` for a records JSONL line (`format::records::ReadError`). **O(1)**.
+/// A `FormatError` for a records JSONL line (`format::records::ReadError`): `line`,
+/// and what is wrong as `detail`, without the line (as for every other format).
+/// **O(1)**.
 pub(crate) fn records(py: Python<'_>, e: &cutpoint::format::records::ReadError) -> PyErr {
+    let text = e.to_string();
+    let detail = text
+        .strip_prefix(&format!("line {}: ", e.line()))
+        .unwrap_or(&text);
     raise(
         py,
         "FormatError",
-        e.to_string(),
-        &[
-            ("line", e.line().into()),
-            ("detail", e.to_string().as_str().into()),
-        ],
+        text.clone(),
+        &[("line", e.line().into()), ("detail", detail.into())],
     )
+}
+
+/// The error of a log that could not be loaded (`format::LoadError`). **O(1)**.
+pub(crate) fn load(py: Python<'_>, e: &cutpoint::format::LoadError) -> PyErr {
+    match e {
+        cutpoint::format::LoadError::Records(r) => records(py, r),
+        cutpoint::format::LoadError::Refused(a) => append(py, a),
+        cutpoint::format::LoadError::Format(f) => format(py, f),
+        other => raise(py, "FormatError", other.to_string(), &[]),
+    }
 }
 
 /// The error of a rewrite: a deferral, a refused record, or a boundary the

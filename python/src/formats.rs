@@ -5,10 +5,10 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{Direction, Log, SummaryParts, Unit, Window, summary_text};
-use cutpoint::format::records::{Reader, write_entry};
+use cutpoint::compact::{Direction, SummaryParts, Unit, Window, summary_text};
+use cutpoint::format::loaded::SummarizeError;
 use cutpoint::format::rewrite;
-use cutpoint::format::{self, ByteEstimate, Format, TokenCounter, Transcript};
+use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -149,7 +149,21 @@ pub(crate) fn read(
     t.map_err(|e| errors::format(py, &e))
 }
 
-/// One broken provider rule, as `check` reports it.
+/// Reads `text` as `format` for a job ([`Loaded::read`]): records JSONL into a
+/// compaction log, any other format into a transcript counted with `counter`,
+/// raising the counter's error first. **O(len)**.
+pub(crate) fn load<'a>(
+    py: Python<'_>,
+    text: &'a str,
+    format: Format,
+    counter: &Counter<'_>,
+) -> PyResult<Loaded<'a>> {
+    let loaded = Loaded::read(text, format, counter.get());
+    counter.take_error()?;
+    loaded.map_err(|e| errors::load(py, &e))
+}
+
+/// One violation, as `check` reports it.
 #[pyclass(frozen, eq, get_all, module = "cutpoint._native", name = "Violation")]
 #[derive(Clone, PartialEq)]
 pub(crate) struct PyViolation {
@@ -201,23 +215,29 @@ pub(crate) fn detect(py: Python<'_>, text: &str) -> PyResult<&'static str> {
     })
 }
 
-/// The provider-rule violations of the log `text` in `format`, in message order.
-/// **O(len)**.
+/// The violations of the log `text` in `format`, in log order, as the CLI's
+/// `check` finds them ([`Loaded::check`]): the provider's rules, or for records
+/// JSONL the five conditions of safe compaction. **O(len)**.
 #[pyfunction]
 #[pyo3(signature = (text, format = "auto"))]
 pub(crate) fn check(py: Python<'_>, text: &str, format: &str) -> PyResult<Vec<PyViolation>> {
     guarded(py, || {
         let format = format_of(py, text, format)?;
-        let t = read(py, text, format, &Counter::new(None))?;
-        Ok(format::check_rules(&t)
+        let loaded =
+            Loaded::read_unjudged(text, format, &ByteEstimate).map_err(|e| errors::load(py, &e))?;
+        let checked = loaded
+            .check(None, false)
+            .map_err(|e| errors::cutpoint(py, e.to_string()))?;
+        Ok(checked
+            .violations
             .into_iter()
             .map(|v| PyViolation {
-                rule: v.rule.name(),
-                message: v.message,
+                rule: v.rule,
+                message: v.at,
                 line: v.line,
                 call_id: v.call_id.as_ref().map(ToString::to_string),
                 pending_at_end: v.pending_at_end,
-                display: v.to_string(),
+                display: v.display,
                 text: v.text,
             })
             .collect())
@@ -474,16 +494,6 @@ fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
     u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
-/// The records JSONL `text` as a compaction [`Log`]. **O(len)**.
-pub(crate) fn records_log(py: Python<'_>, text: &str) -> PyResult<Log> {
-    let mut log = Log::new();
-    for item in Reader::new(text.as_bytes()).entries() {
-        let (_, entry) = item.map_err(|e| errors::records(py, &e))?;
-        log.append(entry).map_err(|e| errors::append(py, &e))?;
-    }
-    Ok(log)
-}
-
 /// Tokens of the live history of `t`. **O(messages)**.
 pub(crate) fn live_tokens(t: &Transcript) -> u64 {
     t.messages[t.live_from()..]
@@ -491,41 +501,45 @@ pub(crate) fn live_tokens(t: &Transcript) -> u64 {
         .fold(0u64, |a, m| a.saturating_add(m.tokens()))
 }
 
-/// `summarize` on a provider format or agent transcript: `format::rewrite::compact`,
-/// repeated while a budget is not met (see [`passes`]), each output read back to
-/// count its tokens exactly. **O(len)** per pass.
-fn summarize_transcript(
+/// `summarize` on any format: [`Loaded::summarize`] (the CLI's `compact --target`),
+/// repeated while a budget is not met (see [`passes`]), each output counted exactly:
+/// a JSON document's summary element read alone (the retained messages keep their
+/// counts), JSON lines read back whole (a summary line takes context from its
+/// neighbours; records carry their own counts). The records summary counts its
+/// text with `counter`. **O(len)** per pass.
+fn summarize(
     py: Python<'_>,
     text: &str,
     format: Format,
     opts: &Summarize,
     counter: &Counter<'_>,
 ) -> PyResult<Outcome> {
-    let t = read(py, text, format, counter)?;
-    let live = t.live_from();
-    // prefix[k]: tokens of the live messages before message `live + k`.
-    let mut prefix = Vec::with_capacity(t.messages.len() - live + 1);
-    prefix.push(0u64);
-    for m in &t.messages[live..] {
-        prefix.push(prefix[prefix.len() - 1].saturating_add(m.tokens()));
-    }
+    let loaded = load(py, text, format, counter)?;
+    // prefix[k]: tokens of the live positions before position `live + k`.
+    let (live, prefix) = loaded.live_prefix();
     let before = prefix[prefix.len() - 1];
     let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
     let head_tokens = tokens_before(live.saturating_add(opts.keep_head));
-    let best = passes(opts, before, head_tokens, t.messages.len(), |target| {
-        let done = match rewrite::compact(
-            &t,
-            text,
+    let len = live + prefix.len() - 1;
+    let count = |units: &[Unit]| counter.get().count(&summary_text(&opts.summary, units));
+    let best = passes(opts, before, head_tokens, len, |target| {
+        let done = loaded.summarize(
             &opts.window(target),
             opts.keep_head,
-            &opts.summary,
-        ) {
-            Ok(Some(done)) => done,
-            Ok(None) => return Ok(Step::Nothing),
-            Err(e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_))) => {
+            Some(&opts.summary),
+            Some(&count),
+        );
+        counter.take_error()?;
+        let done = match done {
+            Ok(done) if done.head == done.cut => return Ok(Step::Nothing),
+            Ok(done) => done,
+            Err(SummarizeError::Rewrite(
+                e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_)),
+            )) => {
                 return Ok(Step::Deferred(errors::rewrite(py, &e)));
             }
-            Err(e) => return Err(errors::rewrite(py, &e)),
+            Err(SummarizeError::Rewrite(e)) => return Err(errors::rewrite(py, &e)),
+            Err(e) => return Err(errors::cutpoint(py, e.to_string())),
         };
         let (after, summary) = if format.is_json_document() {
             // The summary element exactly as the rewrite writes it into a document
@@ -575,74 +589,6 @@ fn summarize_transcript(
     Ok(best.map_or_else(|| Outcome::unchanged(before), |b| b.value))
 }
 
-/// `summarize` on records JSONL: `compact::Log::plan` per pass and one `apply`, the
-/// summary counted with `counter` over its text (the library's one ledger renderer).
-/// **O(len)** to read and write, **O(log n + r)** per plan.
-fn summarize_records(
-    py: Python<'_>,
-    text: &str,
-    opts: &Summarize,
-    counter: &Counter<'_>,
-) -> PyResult<Outcome> {
-    let mut log = records_log(py, text)?;
-    let tracker = log.tracker();
-    let before = tracker.total_tokens();
-    let head_tokens = tracker
-        .tokens_before(opts.keep_head.min(tracker.len()))
-        .unwrap_or(0);
-    let best = passes(opts, before, head_tokens, log.len(), |target| {
-        let plan = match log.plan(&opts.window(target).keep_head(opts.keep_head)) {
-            Ok(plan) if plan.region.is_empty() => return Ok(Step::Nothing),
-            Ok(plan) => plan,
-            Err(e) => return Ok(Step::Deferred(errors::plan(py, &e))),
-        };
-        let summary_tokens = counter
-            .get()
-            .count(&summary_text(&opts.summary, &log.units(&plan)));
-        counter.take_error()?;
-        Ok(Step::Done(Pass {
-            cut: plan.region.end,
-            region: plan.region_tokens,
-            prefix: log
-                .tracker()
-                .tokens_before(plan.region.end)
-                .unwrap_or(before),
-            after: before - plan.region_tokens + summary_tokens,
-            value: (plan, summary_tokens),
-        }))
-    })?;
-    let Some(Pass {
-        value: (plan, summary_tokens),
-        ..
-    }) = best
-    else {
-        return Ok(Outcome::unchanged(before));
-    };
-    let ledger = log.units(&plan);
-    let applied = log
-        .apply(&plan, Some(opts.summary.clone()), summary_tokens)
-        .map_err(|e| errors::cutpoint(py, e.to_string()))?;
-    let mut out = Vec::with_capacity(text.len());
-    let mut summary = None;
-    for (i, entry) in log.entries().iter().enumerate() {
-        let start = out.len();
-        write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
-        if Some(i) == applied.summary_at {
-            summary = Some(String::from_utf8_lossy(&out[start..out.len() - 1]).into_owned());
-        }
-    }
-    Ok(Outcome {
-        text: Some(String::from_utf8_lossy(&out).into_owned()),
-        head: plan.region.start,
-        cut: plan.region.end,
-        tokens_before: before,
-        tokens_after: log.tracker().total_tokens(),
-        summarized_tokens: plan.region_tokens,
-        ledger,
-        summary,
-    })
-}
-
 /// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a
 /// dict: `strategy`, `changed`, `text` (the compacted log in the input's format,
 /// `None` when unchanged), `budget`, `tokens_before`, `tokens_after`, `met_budget`,
@@ -671,11 +617,7 @@ pub(crate) fn compact<'py>(
             let opts = Summarize::from_options(options.as_ref())?;
             let outcome = guarded(py, || {
                 let format = format_of(py, text, format)?;
-                if format == Format::Records {
-                    summarize_records(py, text, &opts, &counter)
-                } else {
-                    summarize_transcript(py, text, format, &opts, &counter)
-                }
+                summarize(py, text, format, &opts, &counter)
             })?;
             dict.set_item("changed", outcome.text.is_some())?;
             dict.set_item("text", outcome.text)?;

@@ -1,23 +1,22 @@
 //! `compact` with the library's strategies other than the one-summary `summarize`:
 //! `clear`, `clear-thinking`, `digest`, `slide`, `truncate`, or a preset `pipeline`.
-//! Each runs as a [`Pipeline`] (one stage toward the budget, or the preset's stages):
-//! on records JSONL through a `compact::Log`, on every other format through
-//! [`format::edit::run`], which writes the result back in the input's format. The
-//! options and the step reports mirror the CLI's `compact --strategy` flags and its
+//! Each runs as a [`Pipeline`] (one stage toward the budget, or the preset's stages)
+//! by the library's one driver (`format::Loaded::run`): on records JSONL through a
+//! `compact::Log`, on every other format through `format::edit::run`, which writes
+//! the result back in the input's format. The options and the step reports mirror the CLI's `compact --strategy` flags and its
 //! `--report` lines (`cli/src/strategy.rs`), so both say the same things.
 
 use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{
     CLEARED_RESULT_TEXT, ClearInputs, Kind, LeftAlone, NoProgress, Prose, SummaryRequest,
 };
-use cutpoint::format::records::write_entry;
-use cutpoint::format::{self, Format, Transcript};
+use cutpoint::format::Format;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
 
 use crate::errors;
-use crate::formats::{Counter, live_tokens, read, records_log};
+use crate::formats::{Counter, load};
 
 pub(crate) use cutpoint::compact::pipeline::Choice;
 
@@ -236,7 +235,7 @@ pub(crate) struct Ran {
     /// The run's report: the steps of every round.
     pub(crate) report: PipelineReport,
     /// How many times the pipeline ran (more than once when an output read back
-    /// over the budget: [`format::edit::run`]).
+    /// over the budget: [`format::edit::run`](cutpoint::format::edit::run)).
     pub(crate) rounds: usize,
 }
 
@@ -269,12 +268,13 @@ fn edited(report: &PipelineReport) -> bool {
     report.ran().any(|r| !r.edits.is_empty())
 }
 
-/// Runs `choice` with `opts` on `text` (in `format`): records JSONL through a
-/// `compact::Log`, the other formats through [`format::edit::run`], which reads its
-/// output back with the caller's counter and runs again on it while it is over the
-/// budget (at most `format::edit::MAX_ROUNDS` rounds). `keep_head` counts records
-/// for records JSONL, messages otherwise. **O(len)** per round plus what the stages
-/// cost.
+/// Runs `choice` with `opts` on `text` (in `format`) by the library's one driver
+/// ([`Loaded::run`](cutpoint::format::Loaded::run), as the CLI does): records JSONL
+/// on its `compact::Log`, the other formats through `format::edit::run`, which
+/// reads its output back with the caller's counter and runs again on it while it is
+/// over the budget (at most `format::edit::MAX_ROUNDS` rounds). `keep_head` counts
+/// records for records JSONL, messages otherwise. **O(len)** per round plus what the
+/// stages cost.
 pub(crate) fn run(
     py: Python<'_>,
     text: &str,
@@ -283,67 +283,12 @@ pub(crate) fn run(
     opts: &Options,
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
-    if format == Format::Records {
-        return run_records(py, text, choice, opts, counter);
-    }
-    let t = read(py, text, format, counter)?;
-    run_transcript(py, &t, choice, text, opts, counter)
-}
-
-/// One run on records JSONL: the records' own token counts are the output's.
-/// **O(len)** plus what the stages cost.
-fn run_records(
-    py: Python<'_>,
-    text: &str,
-    choice: Choice,
-    opts: &Options,
-    counter: &Counter<'_>,
-) -> PyResult<Ran> {
-    let mut log = records_log(py, text)?;
-    let pipeline = opts.pipeline(choice, opts.keep_head, counter);
-    let mut prose = prose(opts, counter);
-    counter.take_error()?;
-    let report = pipeline.run_to_budget(&mut log, &mut Progress::new(), &mut prose);
-    let (tokens_before, tokens_after) = (report.tokens_before, report.tokens_after);
-    // No round when the log met its budget already (as `format::edit::run` counts).
-    let rounds = if report.was_within_budget() { 0 } else { 1 };
-    let mut ran = Ran {
-        text: None,
-        budget: opts.budget(),
-        tokens_before,
-        tokens_after: tokens_before,
-        report,
-        rounds,
-    };
-    if edited(&ran.report) {
-        let mut out = Vec::with_capacity(text.len());
-        for entry in log.entries() {
-            write_entry(&mut out, entry).map_err(|e| errors::cutpoint(py, e.to_string()))?;
-        }
-        ran.text = Some(String::from_utf8(out).map_err(|e| errors::cutpoint(py, e.to_string()))?);
-        ran.tokens_after = tokens_after;
-    }
-    Ok(ran)
-}
-
-/// The run on the transcript `t` (read from `text`): [`format::edit::run`], whose
-/// report counts the output as read back with `counter`. **O(len)** per round plus
-/// what the stages cost.
-fn run_transcript(
-    py: Python<'_>,
-    t: &Transcript,
-    choice: Choice,
-    text: &str,
-    opts: &Options,
-    counter: &Counter<'_>,
-) -> PyResult<Ran> {
-    // The pinned head counts messages of the live history here.
+    let loaded = load(py, text, format, counter)?;
+    // The pinned head counts records or messages of the live history, in `run`.
     let pipeline = opts.pipeline(choice, 0, counter);
     let mut prose = prose(opts, counter);
     counter.take_error()?;
-    let done = format::edit::run(
-        t,
-        text,
+    let done = loaded.run(
         &pipeline,
         opts.keep_head,
         &mut Progress::new(),
@@ -352,7 +297,7 @@ fn run_transcript(
     );
     counter.take_error()?;
     let done = done.map_err(|e| errors::cutpoint(py, e.to_string()))?;
-    let tokens_before = live_tokens(t);
+    let tokens_before = loaded.live_tokens();
     let edited = edited(&done.report);
     Ok(Ran {
         tokens_after: if edited {

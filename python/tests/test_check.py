@@ -164,15 +164,21 @@ def test_a_call_still_running_is_pending_at_end(shape: str) -> None:
     assert {v.call_id for v in found} <= {c.id for c in turns[-1].calls} | {None}
 
 
-def test_records_logs_are_checked_for_pairing() -> None:
+def test_records_logs_are_checked_for_the_five_conditions() -> None:
+    # As `cutpoint check` checks them (the library's validator): a call still open at
+    # the very end is pending, a result without its call an orphan.
     records = [
         {"kind": "user", "tokens": 10},
         {"kind": "tool_use", "call_id": "a", "tokens": 3},
         {"kind": "tool_result", "call_id": "b", "tokens": 3},
     ]
     assert cutpoint.detect(records) == "records"
-    rules = {(v.rule, v.call_id) for v in cutpoint.check(records)}
-    assert rules == {("pairing/unanswered-call", "a"), ("pairing/orphan-result", "b")}
+    found = cutpoint.check(records)
+    assert [(v.rule, v.call_id, v.line, v.pending_at_end) for v in found] == [
+        ("pending-at-end", "a", 2, True),
+        ("orphan-result", "b", 3, False),
+    ]
+    assert [str(v) for v in found] == ["2: pending-at-end: a", "3: orphan-result: b"]
 
 
 def test_unreadable_logs_raise_format_error_with_the_line() -> None:

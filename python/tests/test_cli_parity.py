@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 from pathlib import Path
+from typing import Any, Dict, List
 
 import pytest
 
@@ -85,3 +87,164 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
     assert done.returncode == 0, f"{case}: {done.stderr!r}"
     out = report.messages if isinstance(report.messages, str) else text
     assert out.encode() == done.stdout, f"{case}: different bytes"
+
+
+# Records JSONL goes through the same library entry points as every other format
+# (`format::Loaded`): `check` is the CLI's validator, the strategies the CLI's driver,
+# and input of another kind the same mismatch.
+
+
+def records_log(rng: random.Random, broken: bool) -> str:
+    """A records log of a few turns with payloads (tool names and arguments, result
+    status and content, thinking); `broken` adds pairing faults: an unanswered call
+    left behind, an orphan result, a second result, a result after the next turn."""
+    lines: List[Dict[str, Any]] = []
+    n = 0
+    for turn in range(rng.randint(3, 7)):
+        lines.append({"kind": "user", "tokens": rng.randint(5, 60)})
+        for _ in range(rng.randint(0, 3)):
+            if rng.random() < 0.4:
+                lines.append({"kind": "assistant", "tokens": rng.randint(5, 40), "reasoning": "signed"})
+            n += 1
+            cid = f"c{n}"
+            lines.append(
+                {"kind": "tool_use", "call_id": cid, "tokens": rng.randint(5, 30), "name": "bash",
+                 "arguments": {"command": f"ls {n}"}}
+            )
+            fault = rng.random() if broken else 1.0
+            if fault < 0.15:
+                continue
+            lines.append(
+                {"kind": "tool_result", "call_id": cid, "tokens": rng.randint(20, 400),
+                 "status": rng.choice(["ok", "error"]), "content": f"out {n}\nmore"}
+            )
+            if fault < 0.3:
+                lines.append({"kind": "tool_result", "call_id": cid, "tokens": 3})
+            elif fault < 0.4:
+                lines.append({"kind": "tool_result", "call_id": f"orphan{n}", "tokens": 3})
+        lines.append({"kind": "assistant", "tokens": rng.randint(5, 80)})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_python_checks_records_as_the_cli_does(seed: int, tmp_path: Path) -> None:
+    rng = random.Random(seed)
+    text = records_log(rng, broken=seed % 2 == 0)
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    done = subprocess.run([str(cli()), "check", "--json", str(path)], capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    want = [
+        (v["rule"], v["line"], v["call_id"], v["pending_at_end"])
+        for v in json.loads(done.stdout)["files"][0]["violations"]
+    ]
+    got = [(v.rule, v.line, v.call_id, v.pending_at_end) for v in cutpoint.check(text, format="records")]
+    assert got == want
+    assert (done.returncode == 0) == (got == [])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_python_and_the_cli_write_the_same_records_bytes(seed: int, tmp_path: Path) -> None:
+    text = records_log(random.Random(100 + seed), broken=False)
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    live = sum(json.loads(line)["tokens"] for line in text.splitlines())
+    for strategy, extra in ROUTES:
+        budget = max(1, live * 45 // 100)
+        args = [str(cli()), "compact", "--strategy", strategy, "--budget", str(budget)]
+        for k, v in extra.items():
+            args += [f"--{k.replace('_', '-')}", str(v)]
+        done = subprocess.run(args + [str(path)], capture_output=True)
+        report = cutpoint.compact_report(text, format="records", strategy=strategy, budget=budget, **extra)
+        case = f"seed {seed} {strategy} {extra} at {budget}"
+        if done.returncode == 0:
+            assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
+            out = report.messages if isinstance(report.messages, str) else text
+            assert out.encode() == done.stdout, f"{case}: different bytes"
+        else:
+            assert done.returncode == 3, f"{case}: {done.stderr!r}"
+            assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+
+
+def test_a_document_read_as_records_is_the_same_mismatch_everywhere(tmp_path: Path) -> None:
+    body = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    path = tmp_path / "log.json"
+    path.write_text(body)
+    done = subprocess.run(
+        [str(cli()), "compact", "--format", "records", "--strategy", "clear", "--budget", "1", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    said = done.stderr.strip().removeprefix(f"{path}: ")
+    assert said.startswith("not records input"), said
+    for run in (
+        lambda: cutpoint.check(body, format="records"),
+        lambda: cutpoint.compact_report(body, format="records", strategy="clear", budget=1),
+        lambda: cutpoint.compact_report(body, format="records", strategy="summarize", budget=1),
+    ):
+        with pytest.raises(cutpoint.FormatError) as e:
+            run()
+        assert str(e.value) == said
+
+
+def test_a_bad_records_line_is_the_same_error_from_check_and_compact() -> None:
+    text = '{"kind":"user","tokens":1}\n{"kind":"user","tokens":-1}\n'
+    errors = []
+    for run in (
+        lambda: cutpoint.check(text, format="records"),
+        lambda: cutpoint.compact_report(text, format="records", strategy="clear", budget=1),
+        lambda: cutpoint.compact_report(text, format="records", strategy="summarize", budget=1),
+    ):
+        with pytest.raises(cutpoint.FormatError) as e:
+            run()
+        errors.append((str(e.value), e.value.line, e.value.detail))
+    assert errors[0][1] == 2 and not errors[0][2].startswith("line ")
+    assert errors == [errors[0]] * 3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_python_summarizes_records_as_the_cli_compacts_at_a_target(seed: int, tmp_path: Path) -> None:
+    # One summary at a token target on records JSONL: the same region, and the same
+    # deferral (text included) where there is no legal cut, as for every other format.
+    # (The bytes differ by the summary record's prose and count: the CLI writes no
+    # prose by default and estimates the count from `--summary-tokens` or the ledger,
+    # Python writes its default prose and counts it with the token counter.)
+    text = records_log(random.Random(200 + seed), broken=False)
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    live = sum(json.loads(line)["tokens"] for line in text.splitlines())
+    for target in (1, 3, live * 30 // 100, live * 55 // 100, live * 80 // 100):
+        done = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True)
+        case = f"seed {seed} summarize --target {target}"
+        try:
+            report = cutpoint.compact_report(text, format="records", strategy="summarize", target=target)
+        except cutpoint.DeferError as e:
+            assert done.returncode == 3, f"{case}: Python deferred, the CLI did not: {done.stderr!r}"
+            said = done.stderr.decode().strip().splitlines()[-1].removeprefix("cutpoint: deferred: ")
+            assert str(e) == said, case
+            continue
+        assert done.returncode == 0, f"{case}: {done.stderr!r}"
+        if report.changed:
+            said = done.stderr.decode().strip().splitlines()[-1]
+            assert said.startswith(f"cutpoint: compact records {report.head}..{report.cut} "), case
+            kept = [json.loads(line) for line in report.messages.splitlines()[report.head + 1 :]]
+            assert kept == [json.loads(line) for line in text.splitlines()[report.cut :]], case
+
+
+def test_a_records_target_in_the_first_record_defers_as_in_the_cli(tmp_path: Path) -> None:
+    # Before, Python answered "unchanged" where the CLI (and Python on every other
+    # format) defers: the only legal cut the walk back reaches is the pinned head.
+    text = (
+        '{"kind":"user","tokens":10}\n'
+        '{"kind":"tool_use","call_id":"a","tokens":5,"name":"ls","arguments":{}}\n'
+        '{"kind":"tool_result","call_id":"a","tokens":50,"content":"x"}\n'
+        '{"kind":"assistant","tokens":10}\n'
+    )
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    done = subprocess.run([str(cli()), "compact", "--target", "3", str(path)], capture_output=True, text=True)
+    assert done.returncode == 3
+    with pytest.raises(cutpoint.DeferError) as e:
+        cutpoint.compact_report(text, format="records", strategy="summarize", target=3)
+    assert f"cutpoint: deferred: {e.value}" == done.stderr.strip()

@@ -44,6 +44,7 @@ mod gemini;
 mod gemini_cli;
 mod json_doc;
 pub mod live;
+pub mod loaded;
 mod native;
 mod openai_chat;
 mod openai_responses;
@@ -56,6 +57,7 @@ mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
 pub use detect::{detect, is_one_line_document, mismatch};
+pub use loaded::{Checked, Finding, LoadError, Loaded};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
 pub use rules::{
     Invalidated, Rule, RuleViolation, check_against, check_rules, invalidated_thinking,

@@ -16,6 +16,7 @@ mod jsonl;
 mod jsonl_entries;
 mod layout;
 mod liveness;
+mod loaded;
 mod model;
 mod native_cut;
 mod native_records;

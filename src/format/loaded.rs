@@ -1,0 +1,627 @@
+//! A log read in any format, and the jobs the front ends (the CLI, the Python
+//! binding) run on it: one entry point per job, records JSONL included, so that a
+//! front end tells records JSONL from the other formats only where it reads them.
+//!
+//! | job | records JSONL | the other formats |
+//! |---|---|---|
+//! | [`Loaded::select_cut`] | the log's tracker; a record index | the live history's tracker; a message index |
+//! | [`Loaded::native_cut`] | refused ([`NoNativeCompaction`]) | [`keep_recent_cut`] |
+//! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | [`rewrite::compact`] |
+//! | [`Loaded::run`] | [`Pipeline::run_to_budget`] on the log, written back line by line | [`edit::run`] |
+//! | [`Loaded::check`] | [`validate`](crate::compact::validate()): the five conditions | [`check_rules`], or [`check_against`] an original |
+//!
+//! Records JSONL is read either judged, into a compaction [`Log`] whose tracker
+//! refuses what breaks its caps or mode ([`Loaded::Records`]), or as it is, without
+//! judging its pairing ([`Loaded::Unjudged`]: what `check` reads, since it reports
+//! what a log would refuse). The jobs that edit or cut judge an unjudged read first
+//! ([`Log::from_entries`]).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::edit::{self, Compacted, EditError};
+use super::records::{self, ReadError, Reader};
+use super::rewrite::{self, RewriteError};
+use super::{
+    DeferReport, Format, FormatError, IndexSpace, Keep, NativeCompaction, NativeCut,
+    NativeCutError, RuleViolation, TokenCounter, Transcript, check_against, check_rules,
+    defer_at_head, keep_recent_cut,
+};
+use crate::compact::pipeline::{Pipeline, Progress};
+use crate::compact::strategy::Summarizer;
+use crate::compact::{
+    self, ApplyError, Direction, Entry, Log, Orphan, PlanError, Unit, Window,
+    estimate_summary_tokens,
+};
+use crate::{AppendError, CallId};
+
+/// A log read in one format, as the jobs take it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Loaded<'a> {
+    /// Records JSONL judged into a compaction log (one entry per line), and the input
+    /// it was read from: empty when it was streamed rather than held whole.
+    Records {
+        /// The log.
+        log: Box<Log>,
+        /// The input's text, or `""`.
+        input: &'a str,
+    },
+    /// Records JSONL as it was read, its pairing not judged, with the 1-based input
+    /// line of each entry.
+    Unjudged {
+        /// The entries, in log order.
+        entries: Vec<Entry>,
+        /// `lines[i]` is the line of `entries[i]`.
+        lines: Vec<usize>,
+    },
+    /// Any other format: the transcript and the text it was read from.
+    Transcript {
+        /// The transcript.
+        transcript: Transcript,
+        /// Its text.
+        input: &'a str,
+    },
+}
+
+/// Why a text could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A records JSONL line is not a record.
+    #[error(transparent)]
+    Records(#[from] ReadError),
+    /// The log's tracker refused a record (records JSONL).
+    #[error(transparent)]
+    Refused(#[from] AppendError),
+    /// The text is not valid in its format (the other formats).
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+/// Why no summary was written ([`Loaded::summarize`]).
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummarizeError {
+    /// No legal cut near the target, the head still open, or the transcript refused
+    /// (as [`rewrite::compact`] reports them, in the log's positions).
+    #[error(transparent)]
+    Rewrite(#[from] RewriteError),
+    /// The summary could not be applied to the records log.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+}
+
+/// Records JSONL asked for a provider's native compaction ([`Loaded::native_cut`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("records JSONL has no native compaction")]
+#[non_exhaustive]
+pub struct NoNativeCompaction;
+
+/// `check` was asked to compare a records log with an original.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("--before compares provider formats; a records log is checked on its own")]
+#[non_exhaustive]
+pub struct NotComparable;
+
+/// How [`Loaded::summarize`] counts a records summary's tokens: from the ledger it
+/// lists.
+pub type SummaryCount<'c> = &'c dyn Fn(&[Unit]) -> u64;
+
+/// A summary written by [`Loaded::summarize`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Summarized {
+    /// The log after it, in its own format (the input when nothing was compacted).
+    pub text: String,
+    /// One line saying what was done, as `cutpoint compact` prints it.
+    pub done: String,
+    /// The first summarized record or message (the end of the pinned head).
+    pub head: usize,
+    /// The first retained one; equal to `head` when nothing was compacted.
+    pub cut: usize,
+    /// Tokens of the summarized region.
+    pub tokens: u64,
+    /// The summarized tool pairs, as the summary's ledger lists them.
+    pub ledger: Vec<Unit>,
+    /// The results without their call the summary lists (the other formats).
+    pub orphans: Vec<Orphan>,
+}
+
+/// One violation [`Loaded::check`] found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Finding {
+    /// The rule's name: a provider rule's ([`Rule::name`](super::Rule::name)), or the
+    /// kind of a records violation ([`compact::Violation::kind`]).
+    pub rule: &'static str,
+    /// The position of what breaks it: a message, or a record for records JSONL
+    /// (see `space`).
+    pub at: usize,
+    /// What `at` counts.
+    pub space: IndexSpace,
+    /// The 1-based input line holding it.
+    pub line: usize,
+    /// The call id concerned, if any.
+    pub call_id: Option<CallId>,
+    /// A call still unanswered at the very end of the log (a turn in flight).
+    pub pending_at_end: bool,
+    /// The provider's error text, filled in (empty for records JSONL).
+    pub text: String,
+    /// The finding on one line, `LINE: rule: call_id text ...`.
+    pub display: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display)
+    }
+}
+
+impl From<&RuleViolation> for Finding {
+    fn from(v: &RuleViolation) -> Self {
+        Finding {
+            rule: v.rule.name(),
+            at: v.message,
+            space: IndexSpace::Messages,
+            line: v.line,
+            call_id: v.call_id.clone(),
+            pending_at_end: v.pending_at_end,
+            text: v.text.clone(),
+            display: v.to_string(),
+        }
+    }
+}
+
+/// What [`Loaded::check`] found.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Checked {
+    /// The format checked.
+    pub format: Format,
+    /// Its messages (records, for records JSONL).
+    pub messages: usize,
+    /// The violations, in log order.
+    pub violations: Vec<Finding>,
+    /// Records JSONL: the digest of its pairing structure
+    /// ([`PairingStructure::digest`](crate::compact::PairingStructure::digest)).
+    pub digest: Option<u64>,
+}
+
+impl<'a> Loaded<'a> {
+    /// Reads `input` as `format`: records JSONL judged into a [`Log`] (default caps,
+    /// lenient; input plainly of another kind is [`FormatError::Mismatch`], as
+    /// [`read`](super::read) says), any other format into a [`Transcript`] counted with `counter`.
+    /// **O(len)**.
+    ///
+    /// # Errors
+    /// [`LoadError`] naming the line.
+    pub fn read(
+        input: &'a str,
+        format: Format,
+        counter: &dyn TokenCounter,
+    ) -> Result<Loaded<'a>, LoadError> {
+        if format != Format::Records {
+            return Ok(Loaded::Transcript {
+                transcript: super::read(input, format, counter)?,
+                input,
+            });
+        }
+        if let Some(e) = super::mismatch(input, Format::Records) {
+            return Err(e.into());
+        }
+        let mut log = Log::new();
+        for item in Reader::new(input.as_bytes()).entries() {
+            log.append(item?.1)?;
+        }
+        Ok(Loaded::Records {
+            log: Box::new(log),
+            input,
+        })
+    }
+
+    /// Reads `input` as `format` for [`check`](Loaded::check): records JSONL as it
+    /// is ([`Loaded::Unjudged`]), any other format as [`read`](Loaded::read) does.
+    /// **O(len)**.
+    ///
+    /// # Errors
+    /// As [`read`](Loaded::read).
+    pub fn read_unjudged(
+        input: &'a str,
+        format: Format,
+        counter: &dyn TokenCounter,
+    ) -> Result<Loaded<'a>, LoadError> {
+        if format != Format::Records {
+            return Loaded::read(input, format, counter);
+        }
+        if let Some(e) = super::mismatch(input, Format::Records) {
+            return Err(e.into());
+        }
+        let (mut entries, mut lines) = (Vec::new(), Vec::new());
+        for item in Reader::new(input.as_bytes()).entries() {
+            let (line, entry) = item?;
+            entries.push(entry);
+            lines.push(line);
+        }
+        Ok(Loaded::Unjudged { entries, lines })
+    }
+
+    /// The format it was read as. **O(1)**.
+    pub fn format(&self) -> Format {
+        match self {
+            Loaded::Transcript { transcript, .. } => transcript.format,
+            _ => Format::Records,
+        }
+    }
+
+    /// Tokens of the live history (the whole log, for records JSONL: the records'
+    /// own counts). **O(1)** for a judged records log, **O(blocks)** otherwise.
+    pub fn live_tokens(&self) -> u64 {
+        match self {
+            Loaded::Records { log, .. } => log.tracker().total_tokens(),
+            Loaded::Unjudged { entries, .. } => entries
+                .iter()
+                .fold(0u64, |a, e| a.saturating_add(e.record.tokens())),
+            Loaded::Transcript { transcript, .. } => transcript.live_tokens(),
+        }
+    }
+
+    /// The first position of the live history (0 for records JSONL; for the other
+    /// formats the message after the last compaction boundary) and the prefix sums
+    /// of the live positions' tokens: `sums[k]` is the tokens before position
+    /// `from + k`, the last the live history's total. **O(n)**.
+    pub fn live_prefix(&self) -> (usize, Vec<u64>) {
+        let (from, tokens): (usize, Vec<u64>) = match self {
+            Loaded::Records { log, .. } => {
+                (0, log.entries().iter().map(|e| e.record.tokens()).collect())
+            }
+            Loaded::Unjudged { entries, .. } => {
+                (0, entries.iter().map(|e| e.record.tokens()).collect())
+            }
+            Loaded::Transcript { transcript, .. } => {
+                let from = transcript.live_from();
+                (
+                    from,
+                    transcript.messages[from..]
+                        .iter()
+                        .map(super::Message::tokens)
+                        .collect(),
+                )
+            }
+        };
+        let mut sums = Vec::with_capacity(tokens.len() + 1);
+        sums.push(0u64);
+        for t in tokens {
+            sums.push(sums[sums.len() - 1].saturating_add(t));
+        }
+        (from, sums)
+    }
+
+    /// Records JSONL judged (the records log itself, or an unjudged read appended to
+    /// a new one) with its input, or the transcript with its text. **O(1)**, or
+    /// **O(n)** to judge.
+    fn view(&self) -> View<'_, 'a> {
+        match self {
+            Loaded::Records { log, input } => View::Records(Ok(Cow::Borrowed(log)), input),
+            Loaded::Unjudged { entries, .. } => View::Records(
+                Log::from_entries(entries.iter().cloned()).map(Cow::Owned),
+                "",
+            ),
+            Loaded::Transcript { transcript, input } => View::Transcript(transcript, input),
+        }
+    }
+
+    /// The legal cut nearest `target` within `lookback` tokens
+    /// ([`Tracker::select_legal_cut`](crate::Tracker::select_legal_cut)): a record
+    /// index for records JSONL, for the other formats the first retained message
+    /// (the tracker runs over the live history's records). The inner `Err` is the
+    /// deferral, told in the same positions. **O(log n + k)** on a judged log, plus
+    /// **O(records)** to build a transcript's tracker.
+    ///
+    /// # Errors
+    /// The tracker's [`AppendError`] (a transcript, or an unjudged log, too long or
+    /// refused).
+    pub fn select_cut(
+        &self,
+        target: u64,
+        lookback: u64,
+    ) -> Result<Result<usize, DeferReport>, AppendError> {
+        let transcript = match self.view() {
+            View::Records(log, _) => {
+                let log = log?;
+                let tracker = log.tracker();
+                return Ok(tracker
+                    .select_legal_cut(target, lookback)
+                    .map_err(|d| DeferReport::records(&d, tracker)));
+            }
+            View::Transcript(transcript, _) => transcript,
+        };
+        let (tracker, owner) = transcript.tracker()?;
+        Ok(tracker
+            .select_legal_cut(target, lookback)
+            .map(|cut| transcript.message_at(&owner, cut))
+            .map_err(|d| DeferReport::messages(&d, &tracker, transcript, &owner)))
+    }
+
+    /// The keep-recent cut for a provider's own compaction ([`keep_recent_cut`]).
+    /// **O(records)**.
+    ///
+    /// # Errors
+    /// [`NoNativeCompaction`] for records JSONL; otherwise the inner
+    /// [`NativeCutError`].
+    pub fn native_cut(
+        &self,
+        kind: NativeCompaction,
+        keep: Keep,
+    ) -> Result<Result<NativeCut, NativeCutError>, NoNativeCompaction> {
+        match self {
+            Loaded::Transcript { transcript, .. } => Ok(keep_recent_cut(transcript, kind, keep)),
+            _ => Err(NoNativeCompaction),
+        }
+    }
+
+    /// Replaces the region before the legal cut nearest `window`'s target by one
+    /// summary and writes the log back in its format. `keep_head` pins the first
+    /// records (records JSONL) or messages of the live history (the other formats,
+    /// overriding `window.keep_head`). `summary` is the prose (the other formats
+    /// default to "Earlier conversation, compacted."); `summary_tokens` what the
+    /// summary record counts for the ledger it lists (records JSONL; by default about
+    /// a quarter of its bytes). A log with nothing to compact past its head is
+    /// returned as it came. **O(len)**.
+    ///
+    /// # Errors
+    /// [`SummarizeError::Rewrite`] with [`RewriteError::Deferred`] (no legal cut in
+    /// the window, or one reaching only the head) or [`RewriteError::Plan`] (the head
+    /// still open): the caller waits; any other error is the input's.
+    pub fn summarize(
+        &self,
+        window: &Window,
+        keep_head: usize,
+        summary: Option<&str>,
+        summary_tokens: Option<SummaryCount<'_>>,
+    ) -> Result<Summarized, SummarizeError> {
+        let (transcript, input) = match self.view() {
+            View::Transcript(transcript, input) => (transcript, input),
+            View::Records(log, _) => {
+                let log = log.map_err(RewriteError::from)?.into_owned();
+                let window = window.clone().keep_head(keep_head);
+                return summarize_records(log, &window, summary, summary_tokens);
+            }
+        };
+        let summary = summary.unwrap_or("Earlier conversation, compacted.");
+        let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
+            let head = transcript.live_from().saturating_add(keep_head);
+            return Ok(Summarized {
+                text: input.to_owned(),
+                done: "nothing to compact past the pinned head".to_owned(),
+                head,
+                cut: head,
+                tokens: 0,
+                ledger: Vec::new(),
+                orphans: Vec::new(),
+            });
+        };
+        let orphans = match done.orphans.len() {
+            0 => String::new(),
+            n => format!(", {n} orphan results listed"),
+        };
+        Ok(Summarized {
+            done: format!(
+                "summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
+                done.head,
+                done.cut,
+                done.tokens,
+                done.ledger.len()
+            ),
+            text: done.text,
+            head: done.head,
+            cut: done.cut,
+            tokens: done.tokens,
+            ledger: done.ledger,
+            orphans: done.orphans,
+        })
+    }
+
+    /// Runs `pipeline` to its budget and writes the log back in its format: records
+    /// JSONL by [`Pipeline::run_to_budget`] on the log (the records' own counts are
+    /// the output's; the input comes back byte for byte when nothing was edited and
+    /// it was held whole), the other formats by [`edit::run`] (read back with
+    /// `counter`, in rounds). `keep_head` pins the first records or messages of the
+    /// live history, with the pipeline's own floor. **O(len)** plus what the stages
+    /// cost.
+    ///
+    /// # Errors
+    /// [`EditError`]: [`EditError::Tracker`] when an unjudged records log is refused,
+    /// else what [`edit::run`] returns.
+    pub fn run(
+        &self,
+        pipeline: &Pipeline,
+        keep_head: usize,
+        progress: &mut Progress,
+        summarizer: &mut dyn Summarizer,
+        counter: &dyn TokenCounter,
+    ) -> Result<Compacted, EditError> {
+        let (log, input) = match self.view() {
+            View::Transcript(transcript, input) => {
+                return edit::run(
+                    transcript, input, pipeline, keep_head, progress, summarizer, counter,
+                );
+            }
+            View::Records(log, input) => (log, input),
+        };
+        let mut log = log?.into_owned();
+        let mut pipeline = pipeline.clone();
+        pipeline.floors.keep_head = pipeline.floors.keep_head.max(keep_head);
+        let report = pipeline.run_to_budget(&mut log, progress, summarizer);
+        let edited = report.ran().any(|r| !r.edits.is_empty());
+        // Nothing edited (within budget, or no stage could act): the input as it came.
+        let text = if !edited && !input.is_empty() {
+            input.to_owned()
+        } else {
+            write_records(&log)
+        };
+        let rounds = usize::from(!report.was_within_budget());
+        Ok(Compacted {
+            text,
+            report,
+            rounds,
+        })
+    }
+
+    /// Whether `--before` may compare this log with an original: not records JSONL.
+    /// **O(1)**.
+    ///
+    /// # Errors
+    /// [`NotComparable`] for records JSONL.
+    pub fn comparable(&self) -> Result<(), NotComparable> {
+        match self {
+            Loaded::Transcript { .. } => Ok(()),
+            _ => Err(NotComparable),
+        }
+    }
+
+    /// The log's violations: records JSONL against the five conditions of safe
+    /// compaction ([`compact::validate()`]), every other format against its provider's
+    /// rules ([`check_rules`]), or as a rewrite of `before` ([`check_against`]).
+    /// With `allow_pending`, calls still unanswered at the very end are not
+    /// violations. **O(len)**.
+    ///
+    /// # Errors
+    /// [`NotComparable`] when `before` is given for records JSONL, or is not a
+    /// transcript.
+    pub fn check(
+        &self,
+        before: Option<&Loaded<'_>>,
+        allow_pending: bool,
+    ) -> Result<Checked, NotComparable> {
+        let (entries, lines): (Vec<&Entry>, Option<&[usize]>) = match self {
+            Loaded::Transcript { transcript, .. } => {
+                let mut violations = match before {
+                    None => check_rules(transcript),
+                    Some(Loaded::Transcript {
+                        transcript: original,
+                        ..
+                    }) => check_against(original, transcript),
+                    Some(_) => return Err(NotComparable),
+                };
+                if allow_pending {
+                    violations.retain(|v| !v.pending_at_end);
+                }
+                return Ok(Checked {
+                    format: transcript.format,
+                    messages: transcript.messages.len(),
+                    violations: violations.iter().map(Finding::from).collect(),
+                    digest: None,
+                });
+            }
+            Loaded::Records { log, .. } => (log.entries().iter().collect(), None),
+            Loaded::Unjudged { entries, lines } => (entries.iter().collect(), Some(lines)),
+        };
+        if before.is_some() {
+            return Err(NotComparable);
+        }
+        let options = if allow_pending {
+            compact::Options::allowing_pending()
+        } else {
+            compact::Options::strict()
+        };
+        let report = compact::validate(entries.iter().copied(), options);
+        // The input line of record `at` (one past the last line for the end); a
+        // judged log was read without its lines: its records count from 1.
+        let line = |at: usize| match lines {
+            Some(lines) => lines
+                .get(at)
+                .copied()
+                .unwrap_or_else(|| lines.last().map_or(1, |l| l + 1)),
+            None => at + 1,
+        };
+        let violations = report
+            .violations
+            .iter()
+            .map(|v| {
+                let line = line(v.at());
+                Finding {
+                    rule: v.kind(),
+                    at: v.at(),
+                    space: IndexSpace::Records,
+                    line,
+                    call_id: Some(v.call_id().clone()),
+                    pending_at_end: matches!(v, compact::Violation::PendingAtEnd { .. }),
+                    text: String::new(),
+                    display: format!("{line}: {}: {}", v.kind(), v.call_id()),
+                }
+            })
+            .collect();
+        Ok(Checked {
+            format: Format::Records,
+            messages: entries.len(),
+            violations,
+            digest: Some(report.structure.digest()),
+        })
+    }
+}
+
+/// What a job reads: records JSONL judged, with its input (`""` when none is held),
+/// or a transcript with its text.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one view at a time, on the stack for the length of a job"
+)]
+enum View<'l, 'a> {
+    Records(Result<Cow<'l, Log>, AppendError>, &'a str),
+    Transcript(&'l Transcript, &'a str),
+}
+
+/// [`Loaded::summarize`] on a records log: [`Log::plan`] and [`Log::apply`], the
+/// deferrals told in records. **O(len)**.
+fn summarize_records(
+    mut log: Log,
+    window: &Window,
+    summary: Option<&str>,
+    summary_tokens: Option<SummaryCount<'_>>,
+) -> Result<Summarized, SummarizeError> {
+    let plan = log.plan(window).map_err(|e| match e {
+        PlanError::NoLegalCut(defer) => {
+            let report = DeferReport::records(&defer, log.tracker());
+            RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
+                report.searched_forward()
+            } else {
+                report
+            }))
+        }
+        other => RewriteError::Plan(other),
+    })?;
+    if plan.region.is_empty() {
+        if let Some(defer) = defer_at_head(log.tracker(), plan.region.start, window) {
+            let report = DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
+            return Err(RewriteError::Deferred(Box::new(report)).into());
+        }
+    }
+    let ledger = log.units(&plan);
+    let tokens = summary_tokens.map_or_else(
+        || estimate_summary_tokens(summary, &ledger),
+        |count| count(&ledger),
+    );
+    let done = plan.to_string();
+    log.apply(&plan, summary.map(str::to_owned), tokens)?;
+    Ok(Summarized {
+        text: write_records(&log),
+        done,
+        head: plan.region.start,
+        cut: plan.region.end,
+        tokens: plan.region_tokens,
+        ledger,
+        orphans: Vec::new(),
+    })
+}
+
+/// A records log written back as records JSONL. **O(len)**.
+fn write_records(log: &Log) -> String {
+    let mut out = Vec::new();
+    for entry in log.entries() {
+        // Writing to a Vec cannot fail.
+        let _ = records::write_entry(&mut out, entry);
+    }
+    // serde_json writes UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}

@@ -1,0 +1,242 @@
+//! `format::Loaded`, the one entry point per job for every format: on records JSONL
+//! each job is what the front ends ran on their own before (the tracker's cut, the
+//! plan and apply, the pipeline on the log, the validator), on the other formats the
+//! transcript's; a whole read and an unjudged read of the same records agree; input
+//! of another kind read as records is the reader's mismatch, as for every format.
+
+use cutpoint::compact::pipeline::{Pipeline, Progress};
+use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy as Compaction};
+use cutpoint::compact::{self, Entry, Log, Options, Window, estimate_summary_tokens};
+use cutpoint::format::records::{Reader, write_entry};
+use cutpoint::format::{self, ByteEstimate, Format, FormatError, LoadError, Loaded};
+use proptest::prelude::*;
+
+/// One records line: a kind and tokens, a call id for tool records.
+fn line() -> impl Strategy<Value = String> {
+    (0u8..6, 1u64..400, 0u8..6).prop_map(|(kind, tokens, id)| match kind {
+        0 => format!(r#"{{"kind":"user","tokens":{tokens}}}"#),
+        1 => format!(r#"{{"kind":"assistant","tokens":{tokens}}}"#),
+        2 => format!(r#"{{"kind":"assistant","tokens":{tokens},"reasoning":"signed"}}"#),
+        3 => format!(
+            r#"{{"kind":"tool_use","call_id":"c{id}","tokens":{tokens},"name":"bash","arguments":{{"command":"ls {id}"}}}}"#
+        ),
+        _ => format!(
+            r#"{{"kind":"tool_result","call_id":"c{id}","tokens":{tokens},"status":"ok","content":"out {id}\nmore"}}"#
+        ),
+    })
+}
+
+/// A records log of generated lines, blank lines among them.
+fn records() -> impl Strategy<Value = String> {
+    prop::collection::vec((line(), any::<bool>()), 0..40).prop_map(|lines| {
+        let mut text = String::new();
+        for (line, blank) in lines {
+            if blank {
+                text.push('\n');
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    })
+}
+
+fn entries(text: &str) -> (Vec<Entry>, Vec<usize>) {
+    Reader::new(text.as_bytes())
+        .entries()
+        .map(|item| item.expect("generated lines are records"))
+        .map(|(line, entry)| (entry, line))
+        .unzip()
+}
+
+fn written(log: &Log) -> String {
+    let mut out = Vec::new();
+    for entry in log.entries() {
+        write_entry(&mut out, entry).expect("a Vec takes every byte");
+    }
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(96)))]
+
+    /// `check` on records JSONL is the validator, each violation at the input line
+    /// of its record (blank lines counted), the pairing digest beside.
+    #[test]
+    fn records_check_is_the_validator_at_input_lines(text in records(), allow in any::<bool>()) {
+        let (all, lines) = entries(&text);
+        let options = if allow { Options::allowing_pending() } else { Options::strict() };
+        let want = compact::validate(&all, options);
+        let loaded = Loaded::read_unjudged(&text, Format::Records, &ByteEstimate).unwrap();
+        let got = loaded.check(None, allow).unwrap();
+        prop_assert_eq!(got.format, Format::Records);
+        prop_assert_eq!(got.messages, all.len());
+        prop_assert_eq!(got.digest, Some(want.structure.digest()));
+        let got: Vec<_> = got
+            .violations
+            .iter()
+            .map(|f| (f.rule, f.at, f.line, f.call_id.clone(), f.pending_at_end, f.display.clone()))
+            .collect();
+        let want: Vec<_> = want
+            .violations
+            .iter()
+            .map(|v| {
+                let line = lines.get(v.at()).copied().unwrap_or_else(|| lines.last().map_or(1, |l| l + 1));
+                (v.kind(), v.at(), line, Some(v.call_id().clone()), matches!(v, compact::Violation::PendingAtEnd { .. }), format!("{line}: {}: {}", v.kind(), v.call_id()))
+            })
+            .collect();
+        prop_assert_eq!(got, want);
+        // A records log is never compared with an original.
+        prop_assert!(loaded.comparable().is_err());
+        prop_assert!(loaded.check(Some(&loaded), allow).is_err());
+    }
+
+    /// The jobs on records JSONL read whole (judged) are what the CLI ran on the log
+    /// before, and an unjudged read of the same text gives the same answers.
+    #[test]
+    fn records_jobs_are_the_logs_own(text in records(), target in 0u64..4000, budget in 1u64..4000) {
+        let (all, _) = entries(&text);
+        let Ok(log) = Log::from_entries(all.iter().cloned()) else {
+            // A reused call id: the judged read refuses it as the log does.
+            let refused = Loaded::read(&text, Format::Records, &ByteEstimate);
+            prop_assert!(matches!(refused, Err(LoadError::Refused(_))), "{refused:?}");
+            return Ok(());
+        };
+        let whole = Loaded::read(&text, Format::Records, &ByteEstimate).unwrap();
+        let unjudged = Loaded::read_unjudged(&text, Format::Records, &ByteEstimate).unwrap();
+        prop_assert_eq!(whole.live_tokens(), log.tracker().total_tokens());
+        prop_assert_eq!(unjudged.live_tokens(), log.tracker().total_tokens());
+        let (from, sums) = whole.live_prefix();
+        prop_assert_eq!(from, 0);
+        prop_assert_eq!(sums.len(), log.len() + 1);
+        for (at, sum) in sums.iter().enumerate() {
+            prop_assert_eq!(Some(*sum), log.tracker().tokens_before(at));
+        }
+
+        // The cut: the tracker's, in records.
+        let lookback = target / 3;
+        let want = log.tracker().select_legal_cut(target, lookback).map_err(|d| d.target_index);
+        for loaded in [&whole, &unjudged] {
+            let got = loaded.select_cut(target, lookback).unwrap();
+            prop_assert_eq!(got.as_ref().map_err(|r| r.target_at).copied(), want);
+        }
+        prop_assert!(whole.native_cut(format::NativeCompaction::Anthropic, format::Keep::Turns(1)).is_err());
+
+        // One summary: the plan and its apply, written line by line.
+        let window = Window::new(target);
+        let mut by_hand = log.clone();
+        let summarized = whole.summarize(&window, 0, None, None);
+        match by_hand.plan(&window) {
+            Ok(plan) if !plan.region.is_empty() => {
+                let tokens = estimate_summary_tokens(None, &by_hand.units(&plan));
+                by_hand.apply(&plan, None, tokens).unwrap();
+                let done = summarized.unwrap();
+                prop_assert_eq!(&done.text, &written(&by_hand));
+                prop_assert_eq!((done.head, done.cut), (plan.region.start, plan.region.end));
+                prop_assert_eq!(done.done, plan.to_string());
+                let again = unjudged.summarize(&window, 0, None, None).unwrap();
+                prop_assert_eq!(again.text, done.text);
+            }
+            Ok(_) => {}
+            Err(_) => prop_assert!(summarized.is_err()),
+        }
+
+        // A pipeline: run to its budget on the log; the input itself when nothing
+        // was edited.
+        let pipeline = Pipeline::one(Compaction::Clear(Clear::default().keep_tool_uses(1)), Some(budget));
+        let mut by_hand = log.clone();
+        let report = pipeline.run_to_budget(&mut by_hand, &mut Progress::new(), &mut LedgerOnly);
+        let done = whole.run(&pipeline, 0, &mut Progress::new(), &mut LedgerOnly, &ByteEstimate).unwrap();
+        let edited = report.ran().any(|r| !r.edits.is_empty());
+        if edited || text.is_empty() {
+            prop_assert_eq!(&done.text, &written(&by_hand));
+        } else {
+            prop_assert_eq!(&done.text, &text);
+        }
+        prop_assert_eq!(&done.report, &report);
+        prop_assert_eq!(done.rounds, usize::from(!report.was_within_budget()));
+        // Unjudged, nothing holds the input: the log is written back.
+        let again = unjudged.run(&pipeline, 0, &mut Progress::new(), &mut LedgerOnly, &ByteEstimate).unwrap();
+        prop_assert_eq!(again.text, written(&by_hand));
+    }
+}
+
+#[test]
+fn input_of_another_kind_read_as_records_is_the_readers_mismatch() {
+    let body = r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]"#;
+    let want = format::read(body, Format::Records, &ByteEstimate)
+        .unwrap_err()
+        .to_string();
+    assert!(want.starts_with("not records input"), "{want}");
+    for got in [
+        Loaded::read(body, Format::Records, &ByteEstimate),
+        Loaded::read_unjudged(body, Format::Records, &ByteEstimate),
+    ] {
+        match got {
+            Err(LoadError::Format(e @ FormatError::Mismatch { .. })) => {
+                assert_eq!(e.to_string(), want)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_other_formats_run_and_check_as_the_transcript_does() {
+    let text = r#"[
+  {"role": "user", "content": "list the files"},
+  {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+    "function": {"name": "ls", "arguments": "{}"}}]},
+  {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt c.txt d.txt e.txt f.txt g.txt h.txt i.txt"},
+  {"role": "assistant", "content": "Nine files."},
+  {"role": "user", "content": "thanks"},
+  {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function",
+    "function": {"name": "ls", "arguments": "{}"}}]}
+]"#;
+    let t = format::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
+    let loaded = Loaded::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
+    let pipeline = Pipeline::one(Compaction::Clear(Clear::default().keep_tool_uses(0)), None);
+    let want = format::edit::run(
+        &t,
+        text,
+        &pipeline,
+        0,
+        &mut Progress::new(),
+        &mut LedgerOnly,
+        &ByteEstimate,
+    )
+    .unwrap();
+    let got = loaded
+        .run(
+            &pipeline,
+            0,
+            &mut Progress::new(),
+            &mut LedgerOnly,
+            &ByteEstimate,
+        )
+        .unwrap();
+    assert_eq!(got.text, want.text);
+    let checked = loaded.check(None, false).unwrap();
+    let rules: Vec<_> = format::check_rules(&t)
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert!(!rules.is_empty());
+    assert_eq!(
+        checked
+            .violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        rules
+    );
+    assert!(loaded.check(None, true).unwrap().violations.is_empty());
+    assert!(loaded.check(Some(&loaded), false).is_ok());
+    assert_eq!(loaded.select_cut(40, 40).unwrap().ok(), {
+        let (tracker, owner) = t.tracker().unwrap();
+        tracker
+            .select_legal_cut(40, 40)
+            .ok()
+            .map(|c| t.message_at(&owner, c))
+    });
+}
