@@ -148,7 +148,7 @@ pub(crate) fn run(
             let _ = out.write_all(done.text.as_bytes());
             let _ = out.flush();
         }),
-        Err(e @ edit::EditError::ThinkingBound { .. }) => {
+        Err(e @ cutpoint::format::edit::EditError::ThinkingBound { .. }) => {
             eprintln!("cutpoint: {name}: {e}");
             ExitCode::from(exit::DEFER)
         }
