@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
 
@@ -77,36 +77,10 @@ struct Delta<'a> {
     stop_reason: Option<JsonStr<'a>>,
 }
 
-#[derive(Deserialize, Default, Clone, Copy)]
-pub(super) struct RawUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens_details: Option<Details>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-struct Details {
-    #[serde(default)]
-    thinking_tokens: Option<u64>,
-}
-
 #[derive(Deserialize)]
 struct Message {
     #[serde(default)]
     usage: Option<RawUsage>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct ErrorBody<'a> {
-    #[serde(rename = "type", borrow, default)]
-    pub(super) kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    pub(super) message: Option<JsonStr<'a>>,
 }
 
 /// The state between events: the open block's index, the message's input usage and
@@ -117,7 +91,7 @@ pub(crate) struct State {
     /// The open call's `input` at its start (`{}`): its arguments if no delta comes.
     start_input: Option<String>,
     in_message: bool,
-    input: RawUsage,
+    input: Usage,
     stop_reason: Option<String>,
 }
 
@@ -137,7 +111,7 @@ impl State {
                 out.start_response();
                 *self = State {
                     in_message: true,
-                    input: ev.message.and_then(|m| m.usage).unwrap_or_default(),
+                    input: ev.message.and_then(|m| m.usage).unwrap_or_default().usage(),
                     ..State::default()
                 };
             }
@@ -210,13 +184,7 @@ impl State {
                 self.open_index = None;
                 self.in_message = false;
             }
-            "error" => {
-                let (kind, message) = match &ev.error {
-                    Some(e) => (opt_str(&e.kind), opt_str(&e.message)),
-                    None => (None, None),
-                };
-                return Err(at.provider(kind.unwrap_or("error"), message.unwrap_or("")));
-            }
+            "error" => return Err(at.provider_error(ev.error.as_ref(), "error", "")),
             // ping, and event types added later.
             _ => {}
         }
@@ -311,13 +279,11 @@ impl State {
 
     /// The message's usage: input from `message_start`, output from `message_delta`.
     fn usage(&self, u: RawUsage) -> Usage {
+        let usage = u.usage();
         Usage {
-            input_tokens: u.input_tokens.or(self.input.input_tokens),
-            output_tokens: u.output_tokens,
-            reasoning_tokens: u.output_tokens_details.and_then(|d| d.thinking_tokens),
-            cached_tokens: u
-                .cache_read_input_tokens
-                .or(self.input.cache_read_input_tokens),
+            input_tokens: usage.input_tokens.or(self.input.input_tokens),
+            cached_tokens: usage.cached_tokens.or(self.input.cached_tokens),
+            ..usage
         }
     }
 

@@ -155,12 +155,7 @@ impl Emitter {
 
     fn check(&self, at: At, bytes: usize) -> Result<(), StreamError> {
         if bytes > self.caps.max_record_bytes {
-            return Err(StreamError::TooLarge {
-                event: at.event,
-                offset: at.offset,
-                cap: self.caps.max_record_bytes,
-                what: "record",
-            });
+            return Err(at.too_large(self.caps.max_record_bytes, "record"));
         }
         Ok(())
     }

@@ -12,7 +12,7 @@
 
 use memchr::{memchr2, memchr3};
 
-use super::StreamError;
+use super::{At, StreamError};
 use crate::format::sse::SseFramer;
 
 /// The bytes received and not consumed yet, and the stream offset of the first one.
@@ -207,14 +207,13 @@ impl JsonFramer {
                 }
             };
             let offset = input.offset();
+            let here = At {
+                event: self.number + 1,
+                offset,
+            };
             let Some(end) = end else {
                 if i > self.max_event {
-                    return Err(StreamError::TooLarge {
-                        event: self.number + 1,
-                        offset,
-                        cap: self.max_event,
-                        what: "event",
-                    });
+                    return Err(here.too_large(self.max_event, "event"));
                 }
                 self.scanned = Some(i);
                 if eof {
@@ -226,12 +225,7 @@ impl JsonFramer {
                 return Ok(None);
             };
             if end > self.max_event {
-                return Err(StreamError::TooLarge {
-                    event: self.number + 1,
-                    offset,
-                    cap: self.max_event,
-                    what: "event",
-                });
+                return Err(here.too_large(self.max_event, "event"));
             }
             self.scanned = None;
             self.number += 1;

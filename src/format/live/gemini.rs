@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
 
@@ -98,28 +98,6 @@ struct PartialArg<'a> {
     will_continue: Option<bool>,
 }
 
-#[derive(Deserialize, Clone, Copy)]
-struct RawUsage {
-    #[serde(rename = "promptTokenCount", default)]
-    prompt: Option<u64>,
-    #[serde(rename = "candidatesTokenCount", default)]
-    candidates: Option<u64>,
-    #[serde(rename = "thoughtsTokenCount", default)]
-    thoughts: Option<u64>,
-    #[serde(rename = "cachedContentTokenCount", default)]
-    cached: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    status: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-}
-
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
@@ -139,11 +117,7 @@ impl State {
         let at = At::of(frame);
         let chunk: Chunk<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         if let Some(e) = &chunk.error {
-            let kind = opt_str(&e.status)
-                .map(str::to_owned)
-                .or_else(|| e.code.map(|c| c.get().to_owned()))
-                .unwrap_or_else(|| "error".to_owned());
-            return Err(at.provider(kind, opt_str(&e.message).unwrap_or_default()));
+            return Err(at.provider_error(Some(e), "error", ""));
         }
         if !self.in_response {
             out.start_response();
@@ -167,16 +141,7 @@ impl State {
             }
         }
         if let Some(u) = chunk.usage {
-            let output = match (u.candidates, u.thoughts) {
-                (None, None) => None,
-                (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
-            };
-            self.usage = Some(Usage {
-                input_tokens: u.prompt,
-                output_tokens: output,
-                reasoning_tokens: u.thoughts,
-                cached_tokens: u.cached,
-            });
+            self.usage = Some(u.usage());
         }
         Ok(())
     }

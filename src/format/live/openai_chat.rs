@@ -27,11 +27,10 @@
 //! argument piece is left open, flagged truncated.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
 
@@ -40,7 +39,7 @@ struct Chunk<'a> {
     #[serde(borrow, default)]
     choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
-    usage: Option<ChatUsage>,
+    usage: Option<RawUsage>,
     #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
 }
@@ -85,40 +84,6 @@ struct FunctionDelta<'a> {
     name: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     arguments: Option<JsonStr<'a>>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct ChatUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct CompletionDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
 }
 
 /// Where a call of the response is.
@@ -213,19 +178,7 @@ impl State {
         }
         let chunk: Chunk<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         if chunk.error.is_some() || frame.name == "error" {
-            let (kind, message) = match &chunk.error {
-                Some(e) => (
-                    opt_str(&e.kind)
-                        .map(str::to_owned)
-                        .or_else(|| e.code.map(|c| c.get().trim_matches('"').to_owned())),
-                    opt_str(&e.message).map(str::to_owned),
-                ),
-                None => (None, None),
-            };
-            return Err(at.provider(
-                kind.unwrap_or_else(|| "error".to_owned()),
-                message.unwrap_or_else(|| frame.data.to_owned()),
-            ));
+            return Err(at.provider_error(chunk.error.as_ref(), "error", frame.data));
         }
         if !self.in_response {
             out.start_response();
@@ -259,12 +212,7 @@ impl State {
             }
         }
         if let Some(u) = chunk.usage {
-            self.usage = Some(Usage {
-                input_tokens: u.prompt_tokens,
-                output_tokens: u.completion_tokens,
-                reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
-                cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-            });
+            self.usage = Some(u.usage());
         }
         Ok(())
     }
@@ -299,12 +247,7 @@ impl State {
             Some(slot) => slot,
             None => {
                 if self.calls.len() >= out.caps().max_calls {
-                    return Err(StreamError::TooLarge {
-                        event: at.event,
-                        offset: at.offset,
-                        cap: out.caps().max_calls,
-                        what: "calls",
-                    });
+                    return Err(at.too_large(out.caps().max_calls, "calls"));
                 }
                 self.calls.push(Call {
                     index,
@@ -346,12 +289,7 @@ impl State {
                 }
                 Slot::Waiting => {
                     if call.arguments.len() + piece.len() > out.caps().max_record_bytes {
-                        return Err(StreamError::TooLarge {
-                            event: at.event,
-                            offset: at.offset,
-                            cap: out.caps().max_record_bytes,
-                            what: "record",
-                        });
+                        return Err(at.too_large(out.caps().max_record_bytes, "record"));
                     }
                     call.json.feed(piece);
                     call.arguments.push_str(piece);

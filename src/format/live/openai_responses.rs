@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, RawUsage, StreamError};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
 use crate::format::openai_responses::PAIRED_CALLS;
@@ -84,40 +84,6 @@ struct Response<'a> {
 struct Incomplete<'a> {
     #[serde(borrow, default)]
     reason: Option<JsonStr<'a>>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct RawUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens_details: Option<OutputDetails>,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct OutputDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
 }
 
 /// The response being read.
@@ -202,12 +168,7 @@ impl State {
             "response.completed" | "response.incomplete" => {
                 let response = ev.response;
                 if let Some(u) = response.as_ref().and_then(|r| r.usage) {
-                    out.usage(Usage {
-                        input_tokens: u.input_tokens,
-                        output_tokens: u.output_tokens,
-                        reasoning_tokens: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
-                        cached_tokens: u.input_tokens_details.and_then(|d| d.cached_tokens),
-                    });
+                    out.usage(u.usage());
                 }
                 let reason = response
                     .as_ref()
@@ -222,18 +183,21 @@ impl State {
             }
             "response.failed" => {
                 let error = ev.response.as_ref().and_then(|r| r.error.as_ref());
-                let (k, m) = describe(error);
-                return Err(at.provider(k.unwrap_or_else(|| "failed".to_owned()), m));
+                return Err(at.provider_error(error, "failed", ""));
             }
             "error" => {
-                let (k, m) = match &ev.error {
-                    Some(e) => describe(Some(e)),
-                    None => (
-                        ev.code.map(|c| c.get().trim_matches('"').to_owned()),
-                        opt_str(&ev.message).unwrap_or_default().to_owned(),
-                    ),
+                // The error's fields stand in the event itself, or under `error`.
+                let top = ErrorBody {
+                    kind: None,
+                    status: None,
+                    code: ev.code,
+                    message: ev.message,
                 };
-                return Err(at.provider(k.unwrap_or_else(|| "error".to_owned()), m));
+                return Err(at.provider_error(
+                    Some(ev.error.as_ref().unwrap_or(&top)),
+                    "error",
+                    "",
+                ));
             }
             // response.in_progress, content parts, summary parts, `.done` texts,
             // server-tool progress events, and event types added later.
@@ -340,18 +304,5 @@ impl State {
             self.in_response = false;
         }
         Ok(())
-    }
-}
-
-/// An error body's kind (type or code) and message.
-fn describe(error: Option<&ErrorBody<'_>>) -> (Option<String>, String) {
-    match error {
-        Some(e) => (
-            opt_str(&e.kind)
-                .map(str::to_owned)
-                .or_else(|| e.code.map(|c| c.get().trim_matches('"').to_owned())),
-            opt_str(&e.message).unwrap_or_default().to_owned(),
-        ),
-        None => (None, String::new()),
     }
 }
