@@ -17,6 +17,7 @@ use super::emit::{Emitter, Piece};
 use super::frames::Frame;
 use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
 use crate::CallId;
+use crate::format::anthropic::{BlockKind, RawBlock, needs_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
 #[derive(Deserialize)]
@@ -26,7 +27,7 @@ struct Ev<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    content_block: Option<Block<'a>>,
+    content_block: Option<RawBlock<'a>>,
     #[serde(borrow, default)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
@@ -35,30 +36,6 @@ struct Ev<'a> {
     message: Option<Message>,
     #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: JsonStr<'a>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    text: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    thinking: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    signature: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    data: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    tool_use_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -191,19 +168,22 @@ impl State {
         Ok(())
     }
 
-    /// Opens the record a `content_block_start` announces.
-    fn start(&mut self, at: At, block: Block<'_>, out: &mut Emitter) -> Result<(), StreamError> {
-        let kind = block.kind.as_str();
+    /// Opens the record a `content_block_start` announces, classified as the
+    /// Anthropic reader classifies a message's block.
+    fn start(&mut self, at: At, block: RawBlock<'_>, out: &mut Emitter) -> Result<(), StreamError> {
+        if block.kind.is_none() {
+            return Err(at.malformed("content_block_start with a block without a type"));
+        }
+        let kind = block.kind();
         let bound = out.records() > 0;
-        let id = opt_str(&block.id).filter(|id| !id.is_empty());
-        let (content, initial) = match kind {
-            "text" => (
+        let (content, initial) = match block.classify() {
+            BlockKind::Text => (
                 Content::Text {
                     text: String::new(),
                 },
                 opt_str(&block.text),
             ),
-            "thinking" => (
+            BlockKind::Thinking { redacted: false } => (
                 Content::Thinking {
                     text: String::new(),
                     signature: opt_str(&block.signature)
@@ -213,7 +193,7 @@ impl State {
                 },
                 opt_str(&block.thinking),
             ),
-            "redacted_thinking" => {
+            BlockKind::Thinking { redacted: true } => {
                 // Opaque: its data goes back as it came and is counted as its size.
                 let data = opt_str(&block.data).unwrap_or_default();
                 let content = Content::Thinking {
@@ -224,15 +204,15 @@ impl State {
                 let tokens = out.count(data);
                 return out.open(at, content, bound, tokens);
             }
-            _ if kind.ends_with("tool_use") => {
-                let id = id.ok_or_else(|| at.malformed(format!("{kind} block without an id")))?;
+            BlockKind::Call { id, server } => {
+                let id = needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?;
                 let name = opt_str(&block.name).unwrap_or_default().to_owned();
                 let tokens = out.count(&name);
                 let content = Content::Call {
                     id: CallId::from(id),
                     name,
                     arguments: String::new(),
-                    server: kind != "tool_use",
+                    server,
                     signature: None,
                     truncated: false,
                 };
@@ -246,12 +226,8 @@ impl State {
                 }
                 return Ok(());
             }
-            _ if block.tool_use_id.is_some() => {
-                let id = opt_str(&block.tool_use_id)
-                    .filter(|id| !id.is_empty())
-                    .ok_or_else(|| {
-                        at.malformed(format!("{kind} block with an empty tool_use_id"))
-                    })?;
+            BlockKind::Result { id, .. } => {
+                let id = needs_id(id, kind, "a tool_use_id").map_err(|m| at.malformed(m))?;
                 let content = Content::ServerResult {
                     id: CallId::from(id),
                     kind: kind.to_owned(),
@@ -263,7 +239,7 @@ impl State {
                 }
                 return Ok(());
             }
-            _ => (
+            BlockKind::Compaction | BlockKind::Other => (
                 Content::Other {
                     kind: kind.to_owned(),
                 },

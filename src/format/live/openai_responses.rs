@@ -22,7 +22,7 @@ use super::frames::Frame;
 use super::{At, Content, ErrorBody, RawUsage, StreamError};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
-use crate::format::openai_responses::PAIRED_CALLS;
+use crate::format::openai_responses::{Item, ItemKind};
 
 #[derive(Deserialize)]
 struct Ev<'a> {
@@ -44,30 +44,6 @@ struct Ev<'a> {
     message: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    call_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    encrypted_content: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    operation: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    execution: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -143,17 +119,14 @@ impl State {
                     // An item announced whole: open it now.
                     self.open(at, out, &item)?;
                 }
-                match opt_str(&item.kind) {
-                    Some(k)
-                        if PAIRED_CALLS.contains(&k)
-                            || k == "mcp_approval_request"
-                            || k == "tool_search_call" =>
-                    {
-                        if let Some(args) = item.arguments.or(item.input).or(item.operation) {
-                            out.final_arguments(at, &string_or_json(Some(args)))?;
-                        }
-                    }
-                    Some("reasoning") => {
+                // The item was classified when it opened; its final arguments or
+                // signature complete the record.
+                match item.classify() {
+                    Ok(ItemKind::Call {
+                        arguments: Some(args),
+                        ..
+                    }) => out.final_arguments(at, &string_or_json(Some(args)))?,
+                    Ok(ItemKind::Reasoning) => {
                         if let (Some(sig), Some(Content::Thinking { signature, .. })) =
                             (opt_str(&item.encrypted_content), out.open_content_mut())
                         {
@@ -224,18 +197,38 @@ impl State {
         }
     }
 
-    /// Opens the record of an output item.
+    /// Opens the record of an output item, classified as the Responses reader
+    /// classifies an input item.
     fn open(&mut self, at: At, out: &mut Emitter, item: &Item<'_>) -> Result<(), StreamError> {
-        let kind = opt_str(&item.kind).unwrap_or("message");
+        let kind = item.kind();
         let bound = self.after_reasoning;
         self.after_reasoning = kind == "reasoning";
         self.open_item = Some(opt_str(&item.id).unwrap_or_default().to_owned());
-        let call_id = opt_str(&item.call_id).filter(|id| !id.is_empty());
-        let call = PAIRED_CALLS.contains(&kind)
-            || kind == "mcp_approval_request"
-            || (kind == "tool_search_call" && call_id.is_some());
-        if kind == "tool_search_output" {
-            if let Some(id) = call_id {
+        let content = match item.classify().map_err(|m| at.malformed(m))? {
+            ItemKind::Call {
+                id,
+                name,
+                arguments,
+                server,
+            } => {
+                let tokens = out.count(name);
+                let content = Content::Call {
+                    id: CallId::from(id),
+                    name: name.to_owned(),
+                    arguments: String::new(),
+                    server,
+                    signature: None,
+                    truncated: false,
+                };
+                out.open(at, content, bound, tokens)?;
+                let initial = arguments.map(|a| string_or_json(Some(a)));
+                if let Some(initial) = initial.filter(|a| !a.is_empty()) {
+                    out.piece(at, Piece::Text, &initial)?;
+                }
+                return Ok(());
+            }
+            // The only output a response streams: a server's tool search.
+            ItemKind::Result { id, .. } if kind == "tool_search_output" => {
                 let content = Content::ServerResult {
                     id: CallId::from(id),
                     kind: kind.to_owned(),
@@ -247,52 +240,17 @@ impl State {
                 }
                 return Ok(());
             }
-        }
-        let content = if call {
-            let id = if kind == "mcp_approval_request" {
-                opt_str(&item.id).filter(|id| !id.is_empty())
-            } else {
-                call_id
-            }
-            .ok_or_else(|| at.malformed(format!("{kind} item without a call_id")))?;
-            let name = match kind {
-                "tool_search_call" => "tool_search",
-                _ => opt_str(&item.name).unwrap_or(kind),
-            }
-            .to_owned();
-            let tokens = out.count(&name);
-            let content = Content::Call {
-                id: CallId::from(id),
-                name,
-                arguments: String::new(),
-                server: kind == "tool_search_call" && opt_str(&item.execution) == Some("server"),
-                signature: None,
-                truncated: false,
-            };
-            out.open(at, content, bound, tokens)?;
-            let initial = item
-                .arguments
-                .or(item.input)
-                .or(item.operation)
-                .map(|a| string_or_json(Some(a)));
-            if let Some(initial) = initial.filter(|a| !a.is_empty()) {
-                out.piece(at, Piece::Text, &initial)?;
-            }
-            return Ok(());
-        } else if kind == "reasoning" {
-            Content::Thinking {
+            ItemKind::Reasoning => Content::Thinking {
                 text: String::new(),
                 signature: opt_str(&item.encrypted_content).map(str::to_owned),
                 redacted: false,
-            }
-        } else if kind == "message" {
-            Content::Text {
+            },
+            ItemKind::Message => Content::Text {
                 text: String::new(),
-            }
-        } else {
-            Content::Other {
+            },
+            _ => Content::Other {
                 kind: kind.to_owned(),
-            }
+            },
         };
         out.open(at, content, bound, 0)
     }
