@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line};
-use super::{Block, Parsed, Role, TokenCounter, summary_in};
+use super::{Block, Parsed, Role, TokenCounter, gemini, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -38,20 +38,6 @@ struct ToolCall<'a> {
     args: Option<&'a RawValue>,
     #[serde(borrow, default)]
     result: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "functionResponse", borrow, default)]
-    response: Option<Response<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    response: Option<&'a RawValue>,
 }
 
 /// The message types of a Gemini CLI session.
@@ -94,7 +80,7 @@ pub(crate) fn message<'a>(
         let name = opt_str(&call.name).unwrap_or_default();
         let id = opt_str(&call.id)
             .filter(|id| !id.is_empty())
-            .map_or_else(|| CallId::from(format!("{name}#{index}.{k}")), CallId::from);
+            .map_or_else(|| gemini::placeholder_id(name, index, k), CallId::from);
         // The call's own bytes: the record without its result.
         let call_tokens = counter
             .count(raw.get())
@@ -118,9 +104,10 @@ pub(crate) fn message<'a>(
         };
         let mut answered = false;
         for part in &parts {
-            let Ok(Part {
+            let Ok(gemini::Part {
                 response: Some(response),
-            }) = serde_json::from_str::<Part<'_>>(part.get())
+                ..
+            }) = serde_json::from_str::<gemini::Part<'_>>(part.get())
             else {
                 continue;
             };

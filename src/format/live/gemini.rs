@@ -24,6 +24,7 @@ use super::emit::{Emitter, Piece};
 use super::frames::Frame;
 use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
 use crate::CallId;
+use crate::format::gemini::{Call, Part, PartialArg, placeholder_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
 #[derive(Deserialize)]
@@ -50,52 +51,6 @@ struct Candidate<'a> {
 struct CandidateContent<'a> {
     #[serde(borrow, default)]
     parts: Option<Vec<Part<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(borrow, default)]
-    text: Option<JsonStr<'a>>,
-    #[serde(default)]
-    thought: Option<bool>,
-    #[serde(rename = "thoughtSignature", borrow, default)]
-    signature: Option<JsonStr<'a>>,
-    #[serde(rename = "functionCall", alias = "function_call", borrow, default)]
-    call: Option<Call<'a>>,
-    #[serde(rename = "executableCode", borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(rename = "codeExecutionResult", borrow, default)]
-    code_result: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Call<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(rename = "partialArgs", borrow, default)]
-    partial: Option<Vec<PartialArg<'a>>>,
-    #[serde(rename = "willContinue", default)]
-    will_continue: Option<bool>,
-}
-
-#[derive(Deserialize)]
-struct PartialArg<'a> {
-    #[serde(rename = "jsonPath", borrow)]
-    path: JsonStr<'a>,
-    #[serde(rename = "stringValue", borrow, default)]
-    string: Option<JsonStr<'a>>,
-    #[serde(rename = "numberValue", borrow, default)]
-    number: Option<&'a RawValue>,
-    #[serde(rename = "boolValue", default)]
-    boolean: Option<bool>,
-    #[serde(rename = "nullValue", borrow, default)]
-    null: Option<&'a RawValue>,
-    #[serde(rename = "willContinue", default)]
-    will_continue: Option<bool>,
 }
 
 /// The response being read.
@@ -147,7 +102,8 @@ impl State {
     }
 
     fn part(&mut self, at: At, out: &mut Emitter, part: Part<'_>) -> Result<(), StreamError> {
-        let signature = opt_str(&part.signature).filter(|s| !s.is_empty());
+        let signature = string(at, part.signature)?;
+        let signature = opt_str(&signature).filter(|s| !s.is_empty());
         if let Some(call) = part.call {
             return self.call(at, out, call, signature);
         }
@@ -165,7 +121,8 @@ impl State {
             out.close();
             return Ok(());
         }
-        let Some(text) = opt_str(&part.text) else {
+        let text = string(at, part.text)?;
+        let Some(text) = opt_str(&text) else {
             return Ok(());
         };
         let thinking = part.thought == Some(true);
@@ -214,7 +171,7 @@ impl State {
         self.close(at, out)?;
         let id = match opt_str(&call.id).filter(|id| !id.is_empty()) {
             Some(id) => CallId::from(id),
-            None => CallId::from(format!("{name}#{}.{}", out.response_index(), out.records())),
+            None => placeholder_id(name, out.response_index(), out.records()),
         };
         let content = Content::Call {
             id,
@@ -297,6 +254,13 @@ impl State {
         }
         out.end(Some(reason), true, length);
     }
+}
+
+/// A string of a [`Part`], kept raw by the shared struct: `None` for `null`.
+fn string<'a>(at: At, raw: Option<&'a RawValue>) -> Result<Option<JsonStr<'a>>, StreamError> {
+    raw.map_or(Ok(None), |r| {
+        serde_json::from_str(r.get()).map_err(|e| at.json(&e))
+    })
 }
 
 /// A JSON value assembled from `partialArgs`: objects keep their keys in the order
