@@ -177,80 +177,40 @@ impl State {
         let kind = block.kind();
         let bound = out.records() > 0;
         let (content, initial) = match block.classify() {
-            BlockKind::Text => (
-                Content::Text {
-                    text: String::new(),
-                },
-                opt_str(&block.text),
-            ),
-            BlockKind::Thinking { redacted: false } => (
-                Content::Thinking {
-                    text: String::new(),
-                    signature: opt_str(&block.signature)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned),
-                    redacted: false,
-                },
-                opt_str(&block.thinking),
-            ),
+            BlockKind::Text => (Content::text(), opt_str(&block.text)),
+            BlockKind::Thinking { redacted: false } => {
+                let signature = opt_str(&block.signature).filter(|s| !s.is_empty());
+                let content = Content::thinking(signature.map(str::to_owned), false);
+                (content, opt_str(&block.thinking))
+            }
             BlockKind::Thinking { redacted: true } => {
                 // Opaque: its data goes back as it came and is counted as its size.
                 let data = opt_str(&block.data).unwrap_or_default();
-                let content = Content::Thinking {
-                    text: String::new(),
-                    signature: Some(data.to_owned()),
-                    redacted: true,
-                };
-                let tokens = out.count(data);
-                return out.open(at, content, bound, tokens);
+                let content = Content::thinking(Some(data.to_owned()), true);
+                return out.open(at, content, bound, out.count(data));
             }
             BlockKind::Call { id, server } => {
                 let id = needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?;
-                let name = opt_str(&block.name).unwrap_or_default().to_owned();
-                let tokens = out.count(&name);
-                let content = Content::Call {
-                    id: CallId::from(id),
-                    name,
-                    arguments: String::new(),
-                    server,
-                    signature: None,
-                    truncated: false,
-                };
-                out.open(at, content, bound, tokens)?;
                 // An input given whole at the start (not `{}`, which deltas replace,
                 // or which stands when none come).
-                match block.input.map(RawValue::get) {
-                    Some("{}") => self.start_input = Some("{}".to_owned()),
-                    Some(input) => out.piece(at, Piece::Text, input)?,
-                    None => {}
-                }
-                return Ok(());
+                let input = match block.input.map(RawValue::get) {
+                    Some("{}") => {
+                        self.start_input = Some("{}".to_owned());
+                        None
+                    }
+                    input => input,
+                };
+                let name = opt_str(&block.name).unwrap_or_default();
+                return out.open_call(at, bound, CallId::from(id), name, server, None, input);
             }
             BlockKind::Result { id, .. } => {
                 let id = needs_id(id, kind, "a tool_use_id").map_err(|m| at.malformed(m))?;
-                let content = Content::ServerResult {
-                    id: CallId::from(id),
-                    kind: kind.to_owned(),
-                    content: String::new(),
-                };
-                out.open(at, content, bound, 0)?;
-                if let Some(c) = block.content {
-                    out.piece(at, Piece::Text, c.get())?;
-                }
-                return Ok(());
+                let content = Content::server_result(id, kind);
+                (content, block.content.map(RawValue::get))
             }
-            BlockKind::Compaction | BlockKind::Other => (
-                Content::Other {
-                    kind: kind.to_owned(),
-                },
-                None,
-            ),
+            BlockKind::Compaction | BlockKind::Other => (Content::other(kind), None),
         };
-        out.open(at, content, bound, 0)?;
-        if let Some(text) = initial {
-            out.piece(at, Piece::Text, text)?;
-        }
-        Ok(())
+        out.open_with(at, content, bound, initial)
     }
 
     /// The message's usage: input from `message_start`, output from `message_delta`.

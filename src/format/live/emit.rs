@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::{At, Caps, Content, Decoded, Detail, Ending, StreamError, Usage};
 use crate::format::TokenCounter;
-use crate::{Event, Record};
+use crate::{CallId, Event, Record};
 
 /// The open record: its content so far, its tokens, its bytes.
 struct Open {
@@ -174,17 +174,58 @@ impl Emitter {
     /// **O(1)**.
     pub(crate) fn open_text(&mut self, at: At, thinking: bool) -> Result<(), StreamError> {
         let content = if thinking {
-            Content::Thinking {
-                text: String::new(),
-                signature: None,
-                redacted: false,
-            }
+            Content::thinking(None, false)
         } else {
-            Content::Text {
-                text: String::new(),
-            }
+            Content::text()
         };
         self.open(at, content, self.records() > 0, 0)
+    }
+
+    /// Opens a record for `content` whose first piece of text (a text block's, a
+    /// server result's content) came with its start. **O(len(initial))**.
+    pub(crate) fn open_with(
+        &mut self,
+        at: At,
+        content: Content,
+        bound: bool,
+        initial: Option<&str>,
+    ) -> Result<(), StreamError> {
+        self.open(at, content, bound, 0)?;
+        match initial {
+            Some(text) => self.piece(at, Piece::Text, text),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens a call's `tool_use` record, its name counted, with the `arguments` that
+    /// came with its start as its first piece. **O(len(name) + len(arguments))**.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a call's start says all of these, in every provider's stream"
+    )]
+    pub(crate) fn open_call(
+        &mut self,
+        at: At,
+        bound: bool,
+        id: CallId,
+        name: &str,
+        server: bool,
+        signature: Option<&str>,
+        arguments: Option<&str>,
+    ) -> Result<(), StreamError> {
+        let content = Content::Call {
+            id,
+            name: name.to_owned(),
+            arguments: String::new(),
+            server,
+            signature: signature.map(str::to_owned),
+            truncated: false,
+        };
+        self.open(at, content, bound, self.counter.count(name))?;
+        match arguments {
+            Some(text) => self.piece(at, Piece::Text, text),
+            None => Ok(()),
+        }
     }
 
     /// Adds a piece to the open record: text is counted and emitted as a delta.

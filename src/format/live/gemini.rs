@@ -113,11 +113,7 @@ impl State {
             .or(part.code_result.map(|c| ("codeExecutionResult", c)))
         {
             self.close(at, out)?;
-            let content = Content::Other {
-                kind: kind.to_owned(),
-            };
-            out.open(at, content, out.records() > 0, 0)?;
-            out.piece(at, Piece::Text, raw.get())?;
+            out.open_with(at, Content::other(kind), out.records() > 0, Some(raw.get()))?;
             out.close();
             return Ok(());
         }
@@ -173,18 +169,8 @@ impl State {
             Some(id) => CallId::from(id),
             None => placeholder_id(name, out.response_index(), out.records()),
         };
-        let content = Content::Call {
-            id,
-            name: name.to_owned(),
-            arguments: String::new(),
-            server: false,
-            signature: signature.map(str::to_owned),
-            truncated: false,
-        };
-        out.open(at, content, out.records() > 0, out.count(name))?;
-        if let Some(args) = call.args {
-            out.piece(at, Piece::Text, args.get())?;
-        }
+        let args = call.args.map(RawValue::get);
+        out.open_call(at, out.records() > 0, id, name, false, signature, args)?;
         if call.partial.is_some() || call.will_continue == Some(true) {
             let mut args = Args::default();
             for p in call.partial.iter().flatten() {

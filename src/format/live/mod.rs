@@ -305,6 +305,38 @@ pub enum Content {
 }
 
 impl Content {
+    /// Text, none of it yet.
+    pub(crate) fn text() -> Content {
+        Content::Text {
+            text: String::new(),
+        }
+    }
+
+    /// Thinking, none of its text yet.
+    pub(crate) fn thinking(signature: Option<String>, redacted: bool) -> Content {
+        Content::Thinking {
+            text: String::new(),
+            signature,
+            redacted,
+        }
+    }
+
+    /// A server call's result, none of its content yet.
+    pub(crate) fn server_result(id: &str, kind: &str) -> Content {
+        Content::ServerResult {
+            id: CallId::from(id),
+            kind: kind.to_owned(),
+            content: String::new(),
+        }
+    }
+
+    /// Another block or item, by its type.
+    pub(crate) fn other(kind: &str) -> Content {
+        Content::Other {
+            kind: kind.to_owned(),
+        }
+    }
+
     /// The record kind's name this content is tracked as: `tool_use`, `tool_result` or
     /// `assistant`. **O(1)**.
     pub fn record_kind(&self) -> &'static str {

@@ -331,16 +331,8 @@ impl State {
         if call.id.is_empty() {
             return Err(at.malformed(format!("tool call {} has no id", call.index)));
         }
-        let tokens = out.count(&call.name);
-        let content = Content::Call {
-            id: CallId::from(call.id.as_str()),
-            name: call.name.clone(),
-            arguments: String::new(),
-            server: false,
-            signature: None,
-            truncated: false,
-        };
-        out.open(at, content, out.records() > 0, tokens)?;
+        let id = CallId::from(call.id.as_str());
+        out.open_call(at, out.records() > 0, id, &call.name, false, None, None)?;
         let buffered = std::mem::take(&mut call.arguments);
         out.counted_piece(at, &buffered, call.tokens)?;
         call.slot = Slot::Live;

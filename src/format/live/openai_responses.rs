@@ -204,55 +204,30 @@ impl State {
         let bound = self.after_reasoning;
         self.after_reasoning = kind == "reasoning";
         self.open_item = Some(opt_str(&item.id).unwrap_or_default().to_owned());
-        let content = match item.classify().map_err(|m| at.malformed(m))? {
+        let (content, initial) = match item.classify().map_err(|m| at.malformed(m))? {
             ItemKind::Call {
                 id,
                 name,
                 arguments,
                 server,
             } => {
-                let tokens = out.count(name);
-                let content = Content::Call {
-                    id: CallId::from(id),
-                    name: name.to_owned(),
-                    arguments: String::new(),
-                    server,
-                    signature: None,
-                    truncated: false,
-                };
-                out.open(at, content, bound, tokens)?;
-                let initial = arguments.map(|a| string_or_json(Some(a)));
-                if let Some(initial) = initial.filter(|a| !a.is_empty()) {
-                    out.piece(at, Piece::Text, &initial)?;
-                }
-                return Ok(());
+                let arguments = arguments.map(|a| string_or_json(Some(a)));
+                let id = CallId::from(id);
+                return out.open_call(at, bound, id, name, server, None, arguments.as_deref());
             }
             // The only output a response streams: a server's tool search.
-            ItemKind::Result { id, .. } if kind == "tool_search_output" => {
-                let content = Content::ServerResult {
-                    id: CallId::from(id),
-                    kind: kind.to_owned(),
-                    content: String::new(),
-                };
-                out.open(at, content, bound, 0)?;
-                if let Some(tools) = item.tools {
-                    out.piece(at, Piece::Text, tools.get())?;
-                }
-                return Ok(());
+            ItemKind::Result { id, .. } if kind == "tool_search_output" => (
+                Content::server_result(id, kind),
+                item.tools.map(RawValue::get),
+            ),
+            ItemKind::Reasoning => {
+                let signature = opt_str(&item.encrypted_content).map(str::to_owned);
+                (Content::thinking(signature, false), None)
             }
-            ItemKind::Reasoning => Content::Thinking {
-                text: String::new(),
-                signature: opt_str(&item.encrypted_content).map(str::to_owned),
-                redacted: false,
-            },
-            ItemKind::Message => Content::Text {
-                text: String::new(),
-            },
-            _ => Content::Other {
-                kind: kind.to_owned(),
-            },
+            ItemKind::Message => (Content::text(), None),
+            _ => (Content::other(kind), None),
         };
-        out.open(at, content, bound, 0)
+        out.open_with(at, content, bound, initial)
     }
 
     /// The end of input: a response still streaming is interrupted.
