@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::anthropic::{BlockKind, RawBlock, needs_id};
 use crate::format::json_doc::{JsonStr, opt_str};
@@ -67,7 +67,6 @@ pub(crate) struct State {
     open_index: Option<u64>,
     /// The open call's `input` at its start (`{}`): its arguments if no delta comes.
     start_input: Option<String>,
-    in_message: bool,
     input: Usage,
     stop_reason: Option<String>,
 }
@@ -75,19 +74,14 @@ pub(crate) struct State {
 /// Stop reasons that mean the output hit a length limit.
 const LENGTH_STOPS: [&str; 2] = ["max_tokens", "model_context_window_exceeded"];
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         match ev.kind.as_str() {
             "message_start" => {
                 out.start_response();
                 *self = State {
-                    in_message: true,
                     input: ev.message.and_then(|m| m.usage).unwrap_or_default().usage(),
                     ..State::default()
                 };
@@ -96,7 +90,7 @@ impl State {
                 let block = ev
                     .content_block
                     .ok_or_else(|| at.malformed("content_block_start without a content_block"))?;
-                if !self.in_message {
+                if !out.responding() {
                     return Err(at.malformed("content_block_start before message_start"));
                 }
                 if self.open_index.is_some() {
@@ -159,7 +153,6 @@ impl State {
                     .is_some_and(|r| LENGTH_STOPS.contains(&r));
                 out.end(self.stop_reason.take(), true, length);
                 self.open_index = None;
-                self.in_message = false;
             }
             "error" => return Err(at.provider_error(ev.error.as_ref(), "error", "")),
             // ping, and event types added later.
@@ -168,6 +161,16 @@ impl State {
         Ok(())
     }
 
+    /// The end of input: a message still streaming is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            out.end(self.stop_reason.take(), false, false);
+        }
+        Ok(())
+    }
+}
+
+impl State {
     /// Opens the record a `content_block_start` announces, classified as the
     /// Anthropic reader classifies a message's block.
     fn start(&mut self, at: At, block: RawBlock<'_>, out: &mut Emitter) -> Result<(), StreamError> {
@@ -221,14 +224,5 @@ impl State {
             cached_tokens: usage.cached_tokens.or(self.input.cached_tokens),
             ..usage
         }
-    }
-
-    /// The end of input: a message still streaming is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_message {
-            out.end(self.stop_reason.take(), false, false);
-            self.in_message = false;
-        }
-        Ok(())
     }
 }

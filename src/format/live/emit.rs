@@ -33,6 +33,8 @@ pub(crate) struct Emitter {
     caps: Caps,
     open: Option<Open>,
     response: Response,
+    /// A response started and has not ended.
+    responding: bool,
 }
 
 /// Where a piece of a streamed record goes.
@@ -52,6 +54,7 @@ impl Emitter {
             caps,
             open: None,
             response: Response::default(),
+            responding: false,
         }
     }
 
@@ -90,11 +93,28 @@ impl Emitter {
     /// to close ([`Feed::abort_open`](super::Feed::abort_open)); the decoder forgets it.
     /// **O(1)**.
     pub(crate) fn start_response(&mut self) {
+        self.responding = true;
         self.open = None;
         self.response = Response {
             started: self.response.started + 1,
             ..Response::default()
         };
+    }
+
+    /// Starts a response unless one is in progress; `true` when it started one (the
+    /// provider then starts its own state afresh). **O(1)**.
+    pub(crate) fn begin_response(&mut self) -> bool {
+        let starts = !self.responding;
+        if starts {
+            self.start_response();
+        }
+        starts
+    }
+
+    /// Whether a response started and has not ended ([`end`](Emitter::end)).
+    /// **O(1)**.
+    pub(crate) fn responding(&self) -> bool {
+        self.responding
     }
 
     /// Number of the current response in the stream, from 0. **O(1)**.
@@ -392,6 +412,7 @@ impl Emitter {
         complete: bool,
         length_limited: bool,
     ) {
+        self.responding = false;
         if complete && !matches!(self.open_content(), Some(Content::Call { .. })) {
             self.close();
         }

@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::gemini::{Call, Part, PartialArg, placeholder_id};
 use crate::format::json_doc::{JsonStr, opt_str};
@@ -56,30 +56,21 @@ struct CandidateContent<'a> {
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     /// The open call's streamed arguments, while `willContinue` holds.
     streaming: Option<Args>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let chunk: Chunk<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         if let Some(e) = &chunk.error {
             return Err(at.provider_error(Some(e), "error", ""));
         }
-        if !self.in_response {
-            out.start_response();
-            *self = State {
-                in_response: true,
-                ..State::default()
-            };
+        if out.begin_response() {
+            *self = State::default();
         }
         let candidate = chunk
             .candidates
@@ -101,6 +92,19 @@ impl State {
         Ok(())
     }
 
+    /// The end of input ends the response.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        self.end(out);
+        Ok(())
+    }
+
+    /// The JSON array ended: so did the response.
+    fn end_of_array(&mut self, out: &mut Emitter) {
+        self.end(out);
+    }
+}
+
+impl State {
     fn part(&mut self, at: At, out: &mut Emitter, part: Part<'_>) -> Result<(), StreamError> {
         let signature = string(at, part.signature)?;
         let signature = opt_str(&signature).filter(|s| !s.is_empty());
@@ -196,22 +200,10 @@ impl State {
         Ok(())
     }
 
-    /// The JSON array ended: so did the response.
-    pub(crate) fn end_of_array(&mut self, out: &mut Emitter) {
-        self.end(out);
-    }
-
-    /// The end of input ends the response.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        self.end(out);
-        Ok(())
-    }
-
     fn end(&mut self, out: &mut Emitter) {
-        if !self.in_response {
+        if !out.responding() {
             return;
         }
-        self.in_response = false;
         let Some(reason) = self.finish_reason.take() else {
             out.end(None, false, false);
             return;

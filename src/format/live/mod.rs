@@ -462,12 +462,18 @@ pub struct Decoded {
     pub detail: Detail,
 }
 
-/// The per-provider state machine behind a [`Decoder`].
-enum State {
-    Anthropic(anthropic::State),
-    Chat(openai_chat::State),
-    Responses(openai_responses::State),
-    Gemini(gemini::State),
+/// The per-provider state machine behind a [`Decoder`]: what one provider's events
+/// mean, said to the [`Emitter`] that makes the items.
+trait Provider: Send + Sync {
+    /// Reads one event (frame).
+    fn frame(&mut self, frame: &frames::Frame<'_>, out: &mut Emitter) -> Result<(), StreamError>;
+
+    /// The end of input: a response still streaming ends as interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError>;
+
+    /// The stream's JSON array was closed (its `]` read). Only Gemini streams a
+    /// response as an array, so only its end means anything.
+    fn end_of_array(&mut self, _out: &mut Emitter) {}
 }
 
 /// A sans-IO decoder of one provider stream: [`push`](Decoder::push) bytes as they
@@ -482,7 +488,7 @@ enum State {
 pub struct Decoder {
     format: StreamFormat,
     frames: Frames,
-    state: State,
+    state: Box<dyn Provider>,
     out: Emitter,
     /// An error found while items were still queued: returned after them.
     error: Option<StreamError>,
@@ -510,12 +516,10 @@ impl Decoder {
             format,
             frames: Frames::new(caps.max_event_bytes),
             state: match format {
-                StreamFormat::AnthropicSse => State::Anthropic(anthropic::State::default()),
-                StreamFormat::OpenAiChatStream => State::Chat(openai_chat::State::default()),
-                StreamFormat::OpenAiResponsesStream => {
-                    State::Responses(openai_responses::State::default())
-                }
-                StreamFormat::GeminiStream => State::Gemini(gemini::State::default()),
+                StreamFormat::AnthropicSse => Box::<anthropic::State>::default(),
+                StreamFormat::OpenAiChatStream => Box::<openai_chat::State>::default(),
+                StreamFormat::OpenAiResponsesStream => Box::<openai_responses::State>::default(),
+                StreamFormat::GeminiStream => Box::<gemini::State>::default(),
             },
             out: Emitter::new(Box::new(ByteEstimate), caps),
             error: None,
@@ -587,20 +591,13 @@ impl Decoder {
             let read = match self.frames.next() {
                 Err(e) => Err(e),
                 Ok(None) => Ok(None),
-                Ok(Some(frame)) => Ok(Some(match &mut self.state {
-                    State::Anthropic(s) => s.frame(&frame, &mut self.out),
-                    State::Chat(s) => s.frame(&frame, &mut self.out),
-                    State::Responses(s) => s.frame(&frame, &mut self.out),
-                    State::Gemini(s) => s.frame(&frame, &mut self.out),
-                })),
+                Ok(Some(frame)) => Ok(Some(self.state.frame(&frame, &mut self.out))),
             };
-            if let State::Gemini(s) = &mut self.state {
-                if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
-                    // The array's `]`: the response is complete, whether or not bytes
-                    // after it (an error of their own) came in the same chunk, so a
-                    // split never changes what is decoded.
-                    s.end_of_array(&mut self.out);
-                }
+            if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
+                // The array's `]`: the response is complete, whether or not bytes after
+                // it (an error of their own) came in the same chunk, so a split never
+                // changes what is decoded.
+                self.state.end_of_array(&mut self.out);
             }
             let result = match read {
                 Err(e) => Err(e),
@@ -608,13 +605,7 @@ impl Decoder {
                 Ok(None) if self.frames.at_eof() => {
                     self.finalized = true;
                     let at = (self.frames.frames() + 1, self.frames.offset());
-                    match &mut self.state {
-                        State::Anthropic(s) => s.finish(&mut self.out),
-                        State::Chat(s) => s.finish(&mut self.out),
-                        State::Responses(s) => s.finish(&mut self.out),
-                        State::Gemini(s) => s.finish(&mut self.out),
-                    }
-                    .map_err(|mut e| {
+                    self.state.finish(&mut self.out).map_err(|mut e| {
                         if let StreamError::Malformed { event, offset, .. } = &mut e {
                             (*event, *offset) = at;
                         }

@@ -30,7 +30,7 @@ use serde::Deserialize;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, ErrorBody, RawUsage, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
 
@@ -152,7 +152,6 @@ impl JsonEnd {
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     finish_reason: Option<String>,
     usage: Option<Usage>,
     calls: Vec<Call>,
@@ -162,15 +161,11 @@ pub(crate) struct State {
     last_piece: Option<usize>,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         if frame.data.trim() == "[DONE]" {
-            if self.in_response {
+            if out.responding() {
                 self.settle(at, out)?;
                 self.end(out, true);
             }
@@ -180,12 +175,8 @@ impl State {
         if chunk.error.is_some() || frame.name == "error" {
             return Err(at.provider_error(chunk.error.as_ref(), "error", frame.data));
         }
-        if !self.in_response {
-            out.start_response();
-            *self = State {
-                in_response: true,
-                ..State::default()
-            };
+        if out.begin_response() {
+            *self = State::default();
         }
         for choice in chunk.choices.into_iter().flatten() {
             if choice.index.unwrap_or(0) != 0 {
@@ -217,6 +208,18 @@ impl State {
         Ok(())
     }
 
+    /// The end of input: a response whose `finish_reason` came is complete (the
+    /// `[DONE]` line is optional); one without is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            let complete = self.finish_reason.is_some();
+            self.end(out, complete);
+        }
+        Ok(())
+    }
+}
+
+impl State {
     /// A piece of text or reasoning: into the open record of that kind, or a new one.
     fn text(
         &mut self,
@@ -389,16 +392,5 @@ impl State {
         }
         let length = self.finish_reason.as_deref() == Some("length");
         out.end(self.finish_reason.take(), complete, length && complete);
-        self.in_response = false;
-    }
-
-    /// The end of input: a response whose `finish_reason` came is complete (the
-    /// `[DONE]` line is optional); one without is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_response {
-            let complete = self.finish_reason.is_some();
-            self.end(out, complete);
-        }
-        Ok(())
     }
 }

@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, ErrorBody, RawUsage, StreamError};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
 use crate::format::openai_responses::{Item, ItemKind};
@@ -65,27 +65,22 @@ struct Incomplete<'a> {
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     /// The open item's id, to match deltas to it.
     open_item: Option<String>,
     /// The last item opened was a `reasoning` item: the next one binds to it.
     after_reasoning: bool,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         let kind = ev.kind.as_str();
         match kind {
             "response.created" => self.start(out),
             "response.output_item.added" => {
-                if !self.in_response {
-                    self.start(out);
+                if out.begin_response() {
+                    *self = State::default();
                 }
                 let item = ev
                     .item
@@ -151,7 +146,6 @@ impl State {
                 let length = reason.as_deref() == Some("max_output_tokens");
                 let stop = reason.or_else(|| Some(kind.trim_start_matches("response.").to_owned()));
                 out.end(stop, true, length);
-                self.in_response = false;
                 self.open_item = None;
             }
             "response.failed" => {
@@ -179,12 +173,19 @@ impl State {
         Ok(())
     }
 
+    /// The end of input: a response still streaming is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            out.end(None, false, false);
+        }
+        Ok(())
+    }
+}
+
+impl State {
     fn start(&mut self, out: &mut Emitter) {
         out.start_response();
-        *self = State {
-            in_response: true,
-            ..State::default()
-        };
+        *self = State::default();
     }
 
     /// A delta names the open item (when it names one).
@@ -228,14 +229,5 @@ impl State {
             _ => (Content::other(kind), None),
         };
         out.open_with(at, content, bound, initial)
-    }
-
-    /// The end of input: a response still streaming is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_response {
-            out.end(None, false, false);
-            self.in_response = false;
-        }
-        Ok(())
     }
 }
