@@ -106,7 +106,7 @@ impl Provider for State {
 
 impl State {
     fn part(&mut self, at: At, out: &mut Emitter, part: Part<'_>) -> Result<(), StreamError> {
-        let signature = string(at, part.signature)?;
+        let signature = at.string(part.signature)?;
         let signature = opt_str(&signature).filter(|s| !s.is_empty());
         if let Some(call) = part.call {
             return self.call(at, out, call, signature);
@@ -121,7 +121,7 @@ impl State {
             out.close();
             return Ok(());
         }
-        let text = string(at, part.text)?;
+        let text = at.string(part.text)?;
         let Some(text) = opt_str(&text) else {
             return Ok(());
         };
@@ -232,13 +232,6 @@ impl State {
         }
         out.end(Some(reason), true, length);
     }
-}
-
-/// A string of a [`Part`], kept raw by the shared struct: `None` for `null`.
-fn string<'a>(at: At, raw: Option<&'a RawValue>) -> Result<Option<JsonStr<'a>>, StreamError> {
-    raw.map_or(Ok(None), |r| {
-        serde_json::from_str(r.get()).map_err(|e| at.json(&e))
-    })
 }
 
 /// A JSON value assembled from `partialArgs`: objects keep their keys in the order

@@ -724,6 +724,18 @@ impl At {
         )
     }
 
+    /// A string the provider's shared struct keeps as raw JSON (a file's reader never
+    /// unescapes it), read here: `None` for `null`, malformed here when not a string.
+    /// **O(len)**.
+    pub(crate) fn string<'a>(
+        self,
+        raw: Option<&'a RawValue>,
+    ) -> Result<Option<JsonStr<'a>>, StreamError> {
+        raw.map_or(Ok(None), |r| {
+            serde_json::from_str(r.get()).map_err(|e| self.json(&e))
+        })
+    }
+
     /// A [`StreamError::Malformed`] for a JSON parse error here.
     pub(crate) fn json(self, e: &serde_json::Error) -> StreamError {
         self.malformed(format!(

@@ -33,6 +33,7 @@ use super::frames::Frame;
 use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
+use crate::format::openai_chat::ToolCall;
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -65,25 +66,7 @@ struct ChoiceDelta<'a> {
     #[serde(borrow, default)]
     reasoning_content: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolDelta<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<JsonStr<'a>>,
+    tool_calls: Option<Vec<ToolCall<'a>>>,
 }
 
 /// Where a call of the response is.
@@ -243,7 +226,7 @@ impl State {
         &mut self,
         at: At,
         out: &mut Emitter,
-        delta: ToolDelta<'_>,
+        delta: ToolCall<'_>,
     ) -> Result<(), StreamError> {
         let index = delta.index.unwrap_or(0);
         let slot = match self.calls.iter().position(|c| c.index == index) {
@@ -271,9 +254,10 @@ impl State {
             }
         }
         let (name, piece) = match &delta.function {
-            Some(f) => (opt_str(&f.name), opt_str(&f.arguments)),
+            Some(f) => (opt_str(&f.name), at.string(f.arguments)?),
             None => (None, None),
         };
+        let piece = opt_str(&piece);
         if let Some(name) = name.filter(|n| !n.is_empty()) {
             if call.name.is_empty() {
                 call.name = name.to_owned();
