@@ -39,10 +39,6 @@ struct Ev<'a> {
     #[serde(borrow, default)]
     response: Option<Response<'a>>,
     #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
 }
 
@@ -153,18 +149,16 @@ impl Provider for State {
                 return Err(at.provider_error(error, "failed", ""));
             }
             "error" => {
-                // The error's fields stand in the event itself, or under `error`.
-                let top = ErrorBody {
-                    kind: None,
-                    status: None,
-                    code: ev.code,
-                    message: ev.message,
+                // The error's fields stand under `error`, or in the event itself
+                // (whose `type` is the event's, not the error's).
+                let top = match &ev.error {
+                    Some(_) => None,
+                    None => Some(ErrorBody {
+                        kind: None,
+                        ..serde_json::from_str(frame.data).map_err(|e| at.json(&e))?
+                    }),
                 };
-                return Err(at.provider_error(
-                    Some(ev.error.as_ref().unwrap_or(&top)),
-                    "error",
-                    "",
-                ));
+                return Err(at.provider_error(ev.error.as_ref().or(top.as_ref()), "error", ""));
             }
             // response.in_progress, content parts, summary parts, `.done` texts,
             // server-tool progress events, and event types added later.
