@@ -62,7 +62,8 @@ impl Buffer {
     }
 }
 
-/// One frame: a provider event's JSON text (or `[DONE]`), with where it came from.
+/// One frame: a provider event's JSON text (or `[DONE]`), with where it came from; an
+/// SSE event is one (its fields borrow the framer until its next call).
 pub(crate) struct Frame<'a> {
     /// The SSE `event:` name; empty for JSON framings and unnamed events.
     pub(crate) name: &'a str,
@@ -343,12 +344,7 @@ impl Frames {
         }
         match &mut self.framing {
             Framing::Undecided => Ok(None),
-            Framing::Sse(f) => Ok(f.next(&mut self.input, self.eof)?.map(|e| Frame {
-                name: e.name,
-                data: e.data,
-                number: e.number,
-                offset: e.offset,
-            })),
+            Framing::Sse(f) => f.next(&mut self.input, self.eof),
             Framing::Json(f) => f.next(&mut self.input, self.eof),
         }
     }
