@@ -52,7 +52,8 @@ pub(crate) struct Part<'a> {
     pub(crate) code_result: Option<&'a RawValue>,
 }
 
-/// A `functionCall`: whole (`args`), or streamed (`willContinue`, `partialArgs`).
+/// A `functionCall`: whole (`args`), or streamed (`willContinue`, `partialArgs`); a
+/// Gemini CLI session's `toolCalls` entry is one with its `result` beside it.
 #[derive(Deserialize)]
 pub(crate) struct Call<'a> {
     #[serde(borrow, default)]
@@ -65,6 +66,9 @@ pub(crate) struct Call<'a> {
     pub(crate) partial: Option<Vec<PartialArg<'a>>>,
     #[serde(rename = "willContinue", default)]
     pub(crate) will_continue: Option<bool>,
+    /// The `functionResponse` parts (or other value) a Gemini CLI record keeps.
+    #[serde(borrow, default)]
+    pub(crate) result: Option<&'a RawValue>,
 }
 
 /// One streamed piece of a call's arguments: a value at a JSON path.

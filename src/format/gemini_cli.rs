@@ -28,18 +28,6 @@ struct Msg<'a> {
     thoughts: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-struct ToolCall<'a> {
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-}
-
 /// The message types of a Gemini CLI session.
 pub(crate) const TYPES: [&str; 5] = ["user", "gemini", "info", "error", "warning"];
 
@@ -75,7 +63,7 @@ pub(crate) fn message<'a>(
     let calls = msg.tool_calls.unwrap_or_default();
     let mut results = Vec::new();
     for (k, raw) in calls.into_iter().enumerate() {
-        let call: ToolCall<'_> = serde_json::from_str(raw.get())
+        let call: gemini::Call<'_> = serde_json::from_str(raw.get())
             .map_err(|e| format!("toolCalls.{k}: {}", describe(&e)))?;
         let name = opt_str(&call.name).unwrap_or_default();
         let id = opt_str(&call.id)
