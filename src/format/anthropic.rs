@@ -26,7 +26,9 @@ struct Msg<'a> {
     content: Option<&'a RawValue>,
 }
 
-/// One content block; every field a block kind may carry, the rest ignored.
+/// One content block, of a message in a file or of a stream's `content_block_start`
+/// (the live decoder reads the same struct); every field a block kind may carry, the
+/// rest ignored.
 #[derive(Deserialize)]
 pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -41,6 +43,71 @@ pub(crate) struct RawBlock<'a> {
     pub(crate) tool_use_id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     pub(crate) content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) text: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) thinking: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) signature: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) data: Option<JsonStr<'a>>,
+}
+
+/// What a content block is, as the reader and the stream decoder both see it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum BlockKind<'b> {
+    /// `text`.
+    Text,
+    /// `thinking`, or (`redacted`) `redacted_thinking`.
+    Thinking { redacted: bool },
+    /// `tool_use` (a client call), or any other `*_tool_use` (a `server` call,
+    /// `server_tool_use`, `mcp_tool_use`, ...), with its `id` when not empty.
+    Call { id: Option<&'b str>, server: bool },
+    /// `tool_result` (a client call's result), or any other block naming a call by
+    /// `tool_use_id` (a `server` tool's result block), with that id when not empty.
+    Result { id: Option<&'b str>, server: bool },
+    /// `compaction`: the provider's compaction.
+    Compaction,
+    /// Anything else (images, documents, citations, kinds added later).
+    Other,
+}
+
+impl<'a> RawBlock<'a> {
+    /// The block's type (empty when it has none). **O(1)**.
+    pub(crate) fn kind(&self) -> &str {
+        opt_str(&self.kind).unwrap_or_default()
+    }
+
+    /// What the block is (see [`BlockKind`]). **O(1)**.
+    pub(crate) fn classify(&self) -> BlockKind<'_> {
+        let kind = self.kind();
+        let id_of = |s| opt_str(s).filter(|id: &&str| !id.is_empty());
+        match kind {
+            "text" => BlockKind::Text,
+            "thinking" => BlockKind::Thinking { redacted: false },
+            "redacted_thinking" => BlockKind::Thinking { redacted: true },
+            "compaction" => BlockKind::Compaction,
+            _ if kind.ends_with("tool_use") => BlockKind::Call {
+                id: id_of(&self.id),
+                server: kind != "tool_use",
+            },
+            _ if kind == "tool_result" || self.tool_use_id.is_some() => BlockKind::Result {
+                id: id_of(&self.tool_use_id),
+                server: kind != "tool_result",
+            },
+            _ => BlockKind::Other,
+        }
+    }
+}
+
+/// A call's or result's id from [`RawBlock::classify`], or the error naming the block
+/// kind and the `field` it lacks (`an id`, `a tool_use_id`). **O(1)**.
+pub(crate) fn needs_id<'i>(
+    id: Option<&'i str>,
+    kind: &str,
+    field: &str,
+) -> Result<&'i str, String> {
+    id.ok_or_else(|| format!("{kind} block without {field}"))
 }
 
 /// Parses one Anthropic message. **O(len)**.
@@ -268,30 +335,22 @@ pub(crate) fn tool_references(v: &serde_json::Value, depth: usize, out: &mut Vec
 }
 
 /// One block as a [`Block`]: client `tool_use` / `tool_result` pair, thinking is
-/// reasoning, a `compaction` block is the provider's compaction, everything else (text, images, server tools and their results) is text.
+/// reasoning, a `compaction` block is the provider's compaction, everything else
+/// (text, images, server tools and their results) is text.
 pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
-    Ok(match opt_str(&b.kind) {
-        Some("tool_use") => {
-            let id = opt_str(&b.id)
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| format!("content.{k}: tool_use block without an id"))?;
-            Block::Call {
-                id: CallId::from(id),
-                name: opt_str(&b.name).unwrap_or_default().to_owned(),
-                arguments: b.input.map(|r| r.get().to_owned()).unwrap_or_default(),
-            }
-        }
-        Some("tool_result") => {
-            let id = opt_str(&b.tool_use_id)
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| format!("content.{k}: tool_result block without a tool_use_id"))?;
-            Block::Result {
-                id: CallId::from(id),
-                first_line: result_line(b.content),
-            }
-        }
-        Some("thinking" | "redacted_thinking") => Block::Reasoning,
-        Some("compaction") => Block::Compaction,
+    let at = |m: String| format!("content.{k}: {m}");
+    Ok(match b.classify() {
+        BlockKind::Call { id, server: false } => Block::Call {
+            id: CallId::from(needs_id(id, b.kind(), "an id").map_err(at)?),
+            name: opt_str(&b.name).unwrap_or_default().to_owned(),
+            arguments: b.input.map(|r| r.get().to_owned()).unwrap_or_default(),
+        },
+        BlockKind::Result { id, server: false } => Block::Result {
+            id: CallId::from(needs_id(id, b.kind(), "a tool_use_id").map_err(at)?),
+            first_line: result_line(b.content),
+        },
+        BlockKind::Thinking { .. } => Block::Reasoning,
+        BlockKind::Compaction => Block::Compaction,
         _ => Block::Text,
     })
 }

@@ -9,7 +9,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, result_line};
+use super::json_doc::{JsonStr, describe, opt_str, result_line};
 use super::{Block, Message, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
@@ -21,46 +21,89 @@ struct Content<'a> {
     parts: Vec<&'a RawValue>,
 }
 
+/// One part of a content: of a file's `contents`, or of a streamed response's
+/// candidate (the live decoder reads the same struct). Strings a file never reads
+/// (`text`, `thoughtSignature`) stay raw JSON, unescaped only by the stream.
 #[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "functionCall", alias = "function_call", borrow, default)]
-    call: Option<Call<'a>>,
-    #[serde(
-        rename = "functionResponse",
-        alias = "function_response",
-        borrow,
-        default
-    )]
-    response: Option<Response<'a>>,
+pub(crate) struct Part<'a> {
+    #[serde(borrow, default)]
+    pub(crate) text: Option<&'a RawValue>,
     #[serde(default)]
-    thought: Option<bool>,
+    pub(crate) thought: Option<bool>,
     #[serde(
         rename = "thoughtSignature",
         alias = "thought_signature",
         borrow,
         default
     )]
-    signature: Option<&'a RawValue>,
+    pub(crate) signature: Option<&'a RawValue>,
+    #[serde(rename = "functionCall", alias = "function_call", borrow, default)]
+    pub(crate) call: Option<Call<'a>>,
+    #[serde(
+        rename = "functionResponse",
+        alias = "function_response",
+        borrow,
+        default
+    )]
+    pub(crate) response: Option<Response<'a>>,
+    #[serde(rename = "executableCode", borrow, default)]
+    pub(crate) code: Option<&'a RawValue>,
+    #[serde(rename = "codeExecutionResult", borrow, default)]
+    pub(crate) code_result: Option<&'a RawValue>,
 }
 
+/// A `functionCall`: whole (`args`), or streamed (`willContinue`, `partialArgs`); a
+/// Gemini CLI session's `toolCalls` entry is one with its `result` beside it.
 #[derive(Deserialize)]
-struct Call<'a> {
-    #[serde(default)]
-    name: Option<String>,
+pub(crate) struct Call<'a> {
     #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(default)]
-    id: Option<String>,
+    pub(crate) name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) args: Option<&'a RawValue>,
+    #[serde(rename = "partialArgs", borrow, default)]
+    pub(crate) partial: Option<Vec<PartialArg<'a>>>,
+    #[serde(rename = "willContinue", default)]
+    pub(crate) will_continue: Option<bool>,
+    /// The `functionResponse` parts (or other value) a Gemini CLI record keeps.
+    #[serde(borrow, default)]
+    pub(crate) result: Option<&'a RawValue>,
 }
 
+/// One streamed piece of a call's arguments: a value at a JSON path.
 #[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(default)]
-    name: Option<String>,
+pub(crate) struct PartialArg<'a> {
+    #[serde(rename = "jsonPath", borrow)]
+    pub(crate) path: JsonStr<'a>,
+    #[serde(rename = "stringValue", borrow, default)]
+    pub(crate) string: Option<JsonStr<'a>>,
+    #[serde(rename = "numberValue", borrow, default)]
+    pub(crate) number: Option<&'a RawValue>,
+    #[serde(rename = "boolValue", default)]
+    pub(crate) boolean: Option<bool>,
+    #[serde(rename = "nullValue", borrow, default)]
+    pub(crate) null: Option<&'a RawValue>,
+    #[serde(rename = "willContinue", default)]
+    pub(crate) will_continue: Option<bool>,
+}
+
+/// A `functionResponse`.
+#[derive(Deserialize)]
+pub(crate) struct Response<'a> {
     #[serde(borrow, default)]
-    response: Option<&'a RawValue>,
-    #[serde(default)]
-    id: Option<String>,
+    pub(crate) name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) response: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) id: Option<JsonStr<'a>>,
+}
+
+/// The id of a call without one: `name#M.K` for part (or record) `K` of message
+/// (or response) `M`. The reader, the Gemini CLI reader and the stream decoder all
+/// name calls so. **O(len(name))**.
+pub(crate) fn placeholder_id(name: &str, m: usize, k: usize) -> CallId {
+    CallId::from(format!("{name}#{m}.{k}"))
 }
 
 /// Names without ids are kept as `"\0name"` until [`assign_ids`] runs.
@@ -86,20 +129,17 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         }
         let block = match (part.call, part.response) {
             (Some(call), _) => {
-                let name = call.name.unwrap_or_default();
+                let name = opt_str(&call.name).unwrap_or_default();
                 Block::Call {
-                    id: id_or_placeholder(call.id, &name),
-                    name,
+                    id: id_or_placeholder(opt_str(&call.id), name),
+                    name: name.to_owned(),
                     arguments: call.args.map(|a| a.get().to_owned()).unwrap_or_default(),
                 }
             }
-            (None, Some(resp)) => {
-                let name = resp.name.unwrap_or_default();
-                Block::Result {
-                    id: id_or_placeholder(resp.id, &name),
-                    first_line: result_line(resp.response),
-                }
-            }
+            (None, Some(resp)) => Block::Result {
+                id: id_or_placeholder(opt_str(&resp.id), opt_str(&resp.name).unwrap_or_default()),
+                first_line: result_line(resp.response),
+            },
             (None, None) if part.thought == Some(true) => Block::Reasoning,
             // A user turn's text holding cutpoint's ledger is an earlier summary.
             (None, None) if role == Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
@@ -117,7 +157,7 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     })
 }
 
-fn id_or_placeholder(id: Option<String>, name: &str) -> CallId {
+fn id_or_placeholder(id: Option<&str>, name: &str) -> CallId {
     match id.filter(|id| !id.is_empty()) {
         Some(id) => CallId::from(id),
         None => CallId::from(format!("{NO_ID}{name}")),
@@ -134,7 +174,7 @@ pub(crate) fn assign_ids(messages: &mut [Message]) {
         for (k, (block, _)) in rest[0].blocks.iter_mut().enumerate() {
             match block {
                 Block::Call { id, name, .. } if id.starts_with(NO_ID) => {
-                    *id = CallId::from(format!("{name}#{m}.{k}"));
+                    *id = placeholder_id(name, m, k);
                 }
                 Block::Result { id, .. } if id.starts_with(NO_ID) => {
                     let name = &id[NO_ID.len_utf8()..];

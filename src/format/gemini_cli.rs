@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{JsonStr, describe, opt_str, result_line};
-use super::{Block, Parsed, Role, TokenCounter, summary_in};
+use super::{Block, Parsed, Role, TokenCounter, gemini, summary_in};
 use crate::CallId;
 
 #[derive(Deserialize)]
@@ -26,32 +26,6 @@ struct Msg<'a> {
     tool_calls: Option<Vec<&'a RawValue>>,
     #[serde(borrow, default)]
     thoughts: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct ToolCall<'a> {
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(rename = "functionResponse", borrow, default)]
-    response: Option<Response<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    response: Option<&'a RawValue>,
 }
 
 /// The message types of a Gemini CLI session.
@@ -89,12 +63,12 @@ pub(crate) fn message<'a>(
     let calls = msg.tool_calls.unwrap_or_default();
     let mut results = Vec::new();
     for (k, raw) in calls.into_iter().enumerate() {
-        let call: ToolCall<'_> = serde_json::from_str(raw.get())
+        let call: gemini::Call<'_> = serde_json::from_str(raw.get())
             .map_err(|e| format!("toolCalls.{k}: {}", describe(&e)))?;
         let name = opt_str(&call.name).unwrap_or_default();
         let id = opt_str(&call.id)
             .filter(|id| !id.is_empty())
-            .map_or_else(|| CallId::from(format!("{name}#{index}.{k}")), CallId::from);
+            .map_or_else(|| gemini::placeholder_id(name, index, k), CallId::from);
         // The call's own bytes: the record without its result.
         let call_tokens = counter
             .count(raw.get())
@@ -118,9 +92,10 @@ pub(crate) fn message<'a>(
         };
         let mut answered = false;
         for part in &parts {
-            let Ok(Part {
+            let Ok(gemini::Part {
                 response: Some(response),
-            }) = serde_json::from_str::<Part<'_>>(part.get())
+                ..
+            }) = serde_json::from_str::<gemini::Part<'_>>(part.get())
             else {
                 continue;
             };

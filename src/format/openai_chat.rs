@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{describe, result_line};
+use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
 use super::{Block, Parsed, Role, TokenCounter, summary_in};
 use crate::CallId;
 
@@ -22,20 +22,26 @@ struct Msg<'a> {
     tool_call_ids: Option<Vec<String>>,
 }
 
+/// One tool call of a message, or a piece of one in a stream's delta (by its
+/// `index`; the live decoder reads the same struct).
 #[derive(Deserialize)]
-struct ToolCall<'a> {
+pub(crate) struct ToolCall<'a> {
     #[serde(default)]
-    id: Option<String>,
+    pub(crate) index: Option<u64>,
     #[serde(borrow, default)]
-    function: Option<Function<'a>>,
+    pub(crate) id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) function: Option<Function<'a>>,
 }
 
+/// A tool call's `function`: its name, and its arguments (a JSON string, or a
+/// gateway's JSON object).
 #[derive(Deserialize)]
-struct Function<'a> {
-    #[serde(default)]
-    name: Option<String>,
+pub(crate) struct Function<'a> {
     #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
+    pub(crate) name: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) arguments: Option<&'a RawValue>,
 }
 
 /// Parses one Chat Completions message. **O(len)**.
@@ -92,14 +98,13 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     for (k, raw) in calls.into_iter().enumerate() {
         let call: ToolCall<'_> = serde_json::from_str(raw.get())
             .map_err(|e| format!("tool_calls.{k}: {}", describe(&e)))?;
-        let id = call
-            .id
+        let id = opt_str(&call.id)
             .filter(|id| !id.is_empty())
             .ok_or_else(|| format!("tool_calls.{k}: a tool call without an id"))?;
         let (name, arguments) = match call.function {
             Some(f) => (
-                f.name.unwrap_or_default(),
-                super::json_doc::string_or_json(f.arguments),
+                opt_str(&f.name).unwrap_or_default().to_owned(),
+                string_or_json(f.arguments),
             ),
             None => (String::new(), String::new()),
         };

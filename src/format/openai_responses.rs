@@ -15,17 +15,18 @@ use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
 use super::{Block, Control, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in};
 use crate::CallId;
 
-/// The fields of an item that matter; the rest (encrypted reasoning, ...) is skipped
-/// without being copied (message content is borrowed, and read only when it holds
-/// cutpoint's ledger).
+/// One Responses item: an input item of a file, or an output item of a stream (the
+/// live decoder reads the same struct). The fields that matter; the rest (encrypted
+/// reasoning of a file, ...) is skipped without being copied (message content is
+/// borrowed, and read only when it holds cutpoint's ledger).
 #[derive(Deserialize)]
-struct Item<'a> {
+pub(crate) struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     role: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
+    pub(crate) id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     call_id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
@@ -44,6 +45,12 @@ struct Item<'a> {
     output: Option<&'a RawValue>,
     #[serde(borrow, default)]
     content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) encrypted_content: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    execution: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) tools: Option<&'a RawValue>,
 }
 
 /// Item types that are calls answered by a `<type>_output` item with the same
@@ -62,76 +69,125 @@ fn id_of<'s>(s: &'s Option<JsonStr<'_>>) -> Option<&'s str> {
     opt_str(s).filter(|id| !id.is_empty())
 }
 
+/// What an item is, as the reader and the stream decoder both see it.
+pub(crate) enum ItemKind<'i> {
+    /// A call: a [`PAIRED_CALLS`] item, an `mcp_approval_request` (by its `id`), a
+    /// `tool_search_call` with a `call_id` (`server` when its `execution` is
+    /// `server`).
+    Call {
+        id: &'i str,
+        name: &'i str,
+        arguments: Option<&'i RawValue>,
+        server: bool,
+    },
+    /// The answer to call `id`: a `<call>_output` item (with its `output`), a
+    /// `tool_search_output` with a `call_id`, an `mcp_approval_response`.
+    Result {
+        id: &'i str,
+        output: Option<&'i RawValue>,
+    },
+    /// `compaction_trigger`, `configuration_update`.
+    Control(Control),
+    /// `reasoning`.
+    Reasoning,
+    /// `compaction`.
+    Compaction,
+    /// A role message (`message`, the type an item without one has).
+    Message,
+    /// Anything else (`web_search_call`, server-side calls, ...).
+    Other,
+}
+
+impl<'a> Item<'a> {
+    /// The item's type (`message` when it has none). **O(1)**.
+    pub(crate) fn kind(&self) -> &str {
+        opt_str(&self.kind).unwrap_or("message")
+    }
+
+    /// A call's arguments as given: `arguments`, `input` (custom tools), `action`
+    /// (shell and computer calls) or `operation` (`apply_patch_call`). **O(1)**.
+    pub(crate) fn arguments(&self) -> Option<&'a RawValue> {
+        self.arguments
+            .or(self.input)
+            .or(self.action)
+            .or(self.operation)
+    }
+
+    /// What the item is (see [`ItemKind`]). **O(1)**.
+    ///
+    /// # Errors
+    /// A call or an output without the id that pairs it, named.
+    pub(crate) fn classify(&self) -> Result<ItemKind<'_>, String> {
+        let kind = self.kind();
+        let call_id = id_of(&self.call_id);
+        let needs_call_id = || call_id.ok_or_else(|| format!("{kind} item without a call_id"));
+        let output_of = kind.strip_suffix("_output");
+        Ok(match kind {
+            _ if PAIRED_CALLS.contains(&kind) => ItemKind::Call {
+                id: needs_call_id()?,
+                name: opt_str(&self.name).unwrap_or(kind),
+                arguments: self.arguments(),
+                server: false,
+            },
+            "tool_search_call" if call_id.is_some() => ItemKind::Call {
+                id: needs_call_id()?,
+                name: "tool_search",
+                arguments: self.arguments(),
+                server: opt_str(&self.execution) == Some("server"),
+            },
+            "mcp_approval_request" => ItemKind::Call {
+                id: id_of(&self.id).ok_or("mcp_approval_request item without an id")?,
+                name: opt_str(&self.name).unwrap_or(kind),
+                arguments: self.arguments(),
+                server: false,
+            },
+            "tool_search_output" => match call_id {
+                Some(id) => ItemKind::Result { id, output: None },
+                None => ItemKind::Other,
+            },
+            _ if output_of.is_some_and(|call| PAIRED_CALLS.contains(&call)) => ItemKind::Result {
+                id: needs_call_id()?,
+                output: self.output,
+            },
+            "mcp_approval_response" => ItemKind::Result {
+                id: id_of(&self.approval_request_id)
+                    .ok_or("mcp_approval_response item without an approval_request_id")?,
+                output: None,
+            },
+            "compaction_trigger" => ItemKind::Control(Control::CompactionTrigger),
+            "configuration_update" => ItemKind::Control(Control::ConfigurationUpdate),
+            "reasoning" => ItemKind::Reasoning,
+            "compaction" => ItemKind::Compaction,
+            "message" => ItemKind::Message,
+            _ => ItemKind::Other,
+        })
+    }
+}
+
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
     let tokens = counter.count(text);
-    let kind = opt_str(&item.kind).unwrap_or("message");
-    let block = if PAIRED_CALLS.contains(&kind) {
-        let id = opt_str(&item.call_id)
-            .filter(|id| !id.is_empty())
-            .ok_or_else(|| format!("{kind} item without a call_id"))?;
-        let arguments = string_or_json(
-            item.arguments
-                .or(item.input)
-                .or(item.action)
-                .or(item.operation),
-        );
-        Block::Call {
-            id: CallId::from(id),
-            name: opt_str(&item.name).unwrap_or(kind).to_owned(),
+    let kind = item.kind();
+    let block = match item.classify()? {
+        ItemKind::Call {
+            id,
+            name,
             arguments,
-        }
-    } else if kind == "tool_search_output" {
-        match id_of(&item.call_id) {
-            Some(id) => Block::Result {
-                id: CallId::from(id),
-                first_line: String::new(),
-            },
-            None => Block::Text,
-        }
-    } else if let Some(call_kind) = kind.strip_suffix("_output") {
-        if !PAIRED_CALLS.contains(&call_kind) {
-            Block::Text
-        } else {
-            let id = opt_str(&item.call_id)
-                .filter(|id| !id.is_empty())
-                .ok_or_else(|| format!("{kind} item without a call_id"))?;
-            Block::Result {
-                id: CallId::from(id),
-                first_line: result_line(item.output),
-            }
-        }
-    } else if kind == "tool_search_call" && id_of(&item.call_id).is_some() {
-        Block::Call {
-            id: CallId::from(id_of(&item.call_id).unwrap_or_default()),
-            name: "tool_search".to_owned(),
-            arguments: string_or_json(item.arguments),
-        }
-    } else if kind == "mcp_approval_request" {
-        let id = id_of(&item.id).ok_or("mcp_approval_request item without an id")?;
-        Block::Call {
+            ..
+        } => Block::Call {
             id: CallId::from(id),
-            name: opt_str(&item.name).unwrap_or(kind).to_owned(),
-            arguments: string_or_json(item.arguments),
-        }
-    } else if kind == "mcp_approval_response" {
-        let id = id_of(&item.approval_request_id)
-            .ok_or("mcp_approval_response item without an approval_request_id")?;
-        Block::Result {
+            name: name.to_owned(),
+            arguments: string_or_json(arguments),
+        },
+        ItemKind::Result { id, output } => Block::Result {
             id: CallId::from(id),
-            first_line: String::new(),
-        }
-    } else if kind == "compaction_trigger" {
-        Block::Control(Control::CompactionTrigger)
-    } else if kind == "configuration_update" {
-        Block::Control(Control::ConfigurationUpdate)
-    } else if kind == "reasoning" {
-        Block::Reasoning
-    } else if kind == "compaction" {
-        Block::Compaction
-    } else {
-        Block::Text
+            first_line: result_line(output),
+        },
+        ItemKind::Control(c) => Block::Control(c),
+        ItemKind::Reasoning => Block::Reasoning,
+        ItemKind::Compaction => Block::Compaction,
+        ItemKind::Message | ItemKind::Other => Block::Text,
     };
     // A user message holding cutpoint's ledger is an earlier summary.
     let block = match (kind, opt_str(&item.role), item.content) {

@@ -17,20 +17,8 @@
 
 use memchr::memchr2;
 
-use super::live::StreamError;
-use super::live::frames::Buffer;
-
-/// One dispatched event. Its fields borrow the framer until the next call.
-pub(crate) struct SseEvent<'a> {
-    /// The `event:` name, empty when none was given.
-    pub(crate) name: &'a str,
-    /// The `data:` lines joined by `\n`.
-    pub(crate) data: &'a str,
-    /// 1-based number of the event in the stream.
-    pub(crate) number: u64,
-    /// Byte offset of its first line.
-    pub(crate) offset: u64,
-}
+use super::live::frames::{Buffer, Frame};
+use super::live::{At, StreamError};
 
 /// The SSE framer's state between calls: the event being read.
 pub(crate) struct SseFramer {
@@ -73,7 +61,7 @@ impl SseFramer {
         &'s mut self,
         input: &mut Buffer,
         eof: bool,
-    ) -> Result<Option<SseEvent<'s>>, StreamError> {
+    ) -> Result<Option<Frame<'s>>, StreamError> {
         if self.returned {
             self.data.clear();
             self.name.clear();
@@ -170,13 +158,13 @@ impl SseFramer {
     }
 
     /// The event read so far, if it has data. **O(1)**.
-    fn dispatch(&mut self) -> Option<SseEvent<'_>> {
+    fn dispatch(&mut self) -> Option<Frame<'_>> {
         if !self.has_data {
             return None;
         }
         self.number += 1;
         self.returned = true;
-        Some(SseEvent {
+        Some(Frame {
             name: &self.name,
             data: &self.data,
             number: self.number,
@@ -185,12 +173,11 @@ impl SseFramer {
     }
 
     fn too_large(&self, offset: u64) -> StreamError {
-        StreamError::TooLarge {
+        let at = At {
             event: self.number + 1,
             offset: self.start.unwrap_or(offset),
-            cap: self.max_event,
-            what: "event",
-        }
+        };
+        at.too_large(self.max_event, "event")
     }
 }
 

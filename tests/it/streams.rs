@@ -1262,3 +1262,108 @@ fn stream_formats_round_trip_their_names() {
     assert_eq!(StreamFormat::from_name("anthropic"), None);
     let _ = Record::user(0);
 }
+
+/// The calls a stream decodes to, in order: id, name, arguments.
+fn streamed_calls(items: &[Decoded]) -> Vec<(String, String, String)> {
+    items
+        .iter()
+        .filter_map(|d| match &d.detail {
+            Detail::Closed(Content::Call {
+                id,
+                name,
+                arguments,
+                ..
+            }) => Some((id.to_string(), name.clone(), arguments.clone())),
+            Detail::Ended(e) => match &e.left_open {
+                Some(Content::Call {
+                    id,
+                    name,
+                    arguments,
+                    ..
+                }) => Some((id.to_string(), name.clone(), arguments.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// The calls the OpenAI Responses file reader reads from `items` (output items as
+/// the stream's `response.output_item.done` events carry them), in order.
+fn read_calls(items: &[serde_json::Value]) -> Vec<(String, String, String)> {
+    use cutpoint::format::{self, Block, ByteEstimate, Format};
+    let text = serde_json::to_string(items).expect("JSON");
+    let t = format::read(&text, Format::OpenAiResponses, &ByteEstimate).expect("reads");
+    t.messages
+        .iter()
+        .flat_map(|m| &m.blocks)
+        .filter_map(|(b, _)| match b {
+            Block::Call {
+                id,
+                name,
+                arguments,
+            } => Some((id.to_string(), name.clone(), arguments.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `item` of every `response.output_item.done` event of a Responses stream.
+fn done_items(bytes: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| {
+            let json = l.strip_prefix("data:").unwrap_or(l).trim();
+            serde_json::from_str::<serde_json::Value>(json).ok()
+        })
+        .filter(|v| v["type"] == "response.output_item.done")
+        .map(|v| v["item"].clone())
+        .collect()
+}
+
+/// The live decoder classifies a Responses output item through the reader's own
+/// code: every recorded stream's calls are the calls the file reader reads from the
+/// same items, and a shell call's `action` is its arguments on both routes (the
+/// decoder used to read none).
+#[test]
+fn responses_streams_and_the_file_reader_see_the_same_calls() {
+    let mut compared = 0;
+    for (name, format, bytes) in recordings() {
+        if format != StreamFormat::OpenAiResponsesStream {
+            continue;
+        }
+        let (items, _) = decode_all(format, &bytes);
+        let done = done_items(&bytes);
+        assert_eq!(streamed_calls(&items), read_calls(&done), "{name}");
+        compared += read_calls(&done).len();
+    }
+    assert!(compared >= 3, "the recordings hold calls: {compared}");
+
+    let shell = serde_json::json!({
+        "type": "local_shell_call", "id": "lsh_1", "call_id": "call_sh",
+        "status": "completed",
+        "action": {"type": "exec", "command": ["ls", "-l"]},
+    });
+    let mcp = serde_json::json!({
+        "type": "mcp_approval_request", "id": "mcpr_1", "name": "deploy",
+        "server_label": "ops", "arguments": "{\"env\":\"prod\"}",
+    });
+    let mut stream = String::from("data: {\"type\":\"response.created\"}\n\n");
+    for item in [&shell, &mcp] {
+        for kind in ["added", "done"] {
+            let ev =
+                serde_json::json!({"type": format!("response.output_item.{kind}"), "item": item});
+            stream.push_str(&format!("data: {ev}\n\n"));
+        }
+    }
+    stream.push_str("data: {\"type\":\"response.completed\",\"response\":{}}\n\n");
+    let (items, err) = decode_all(StreamFormat::OpenAiResponsesStream, stream.as_bytes());
+    assert_eq!(err, None);
+    let calls = streamed_calls(&items);
+    let action = shell["action"].to_string();
+    assert_eq!(calls, read_calls(&[shell, mcp]));
+    assert_eq!(
+        calls[0],
+        ("call_sh".to_owned(), "local_shell_call".to_owned(), action)
+    );
+}

@@ -15,8 +15,9 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
+use crate::format::anthropic::{BlockKind, RawBlock, needs_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
 #[derive(Deserialize)]
@@ -26,7 +27,7 @@ struct Ev<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(borrow, default)]
-    content_block: Option<Block<'a>>,
+    content_block: Option<RawBlock<'a>>,
     #[serde(borrow, default)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
@@ -35,30 +36,6 @@ struct Ev<'a> {
     message: Option<Message>,
     #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: JsonStr<'a>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    text: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    thinking: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    signature: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    data: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    tool_use_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -77,36 +54,10 @@ struct Delta<'a> {
     stop_reason: Option<JsonStr<'a>>,
 }
 
-#[derive(Deserialize, Default, Clone, Copy)]
-pub(super) struct RawUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens_details: Option<Details>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-struct Details {
-    #[serde(default)]
-    thinking_tokens: Option<u64>,
-}
-
 #[derive(Deserialize)]
 struct Message {
     #[serde(default)]
     usage: Option<RawUsage>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct ErrorBody<'a> {
-    #[serde(rename = "type", borrow, default)]
-    pub(super) kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    pub(super) message: Option<JsonStr<'a>>,
 }
 
 /// The state between events: the open block's index, the message's input usage and
@@ -116,28 +67,22 @@ pub(crate) struct State {
     open_index: Option<u64>,
     /// The open call's `input` at its start (`{}`): its arguments if no delta comes.
     start_input: Option<String>,
-    in_message: bool,
-    input: RawUsage,
+    input: Usage,
     stop_reason: Option<String>,
 }
 
 /// Stop reasons that mean the output hit a length limit.
 const LENGTH_STOPS: [&str; 2] = ["max_tokens", "model_context_window_exceeded"];
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         match ev.kind.as_str() {
             "message_start" => {
                 out.start_response();
                 *self = State {
-                    in_message: true,
-                    input: ev.message.and_then(|m| m.usage).unwrap_or_default(),
+                    input: ev.message.and_then(|m| m.usage).unwrap_or_default().usage(),
                     ..State::default()
                 };
             }
@@ -145,7 +90,7 @@ impl State {
                 let block = ev
                     .content_block
                     .ok_or_else(|| at.malformed("content_block_start without a content_block"))?;
-                if !self.in_message {
+                if !out.responding() {
                     return Err(at.malformed("content_block_start before message_start"));
                 }
                 if self.open_index.is_some() {
@@ -208,125 +153,76 @@ impl State {
                     .is_some_and(|r| LENGTH_STOPS.contains(&r));
                 out.end(self.stop_reason.take(), true, length);
                 self.open_index = None;
-                self.in_message = false;
             }
-            "error" => {
-                let (kind, message) = match &ev.error {
-                    Some(e) => (opt_str(&e.kind), opt_str(&e.message)),
-                    None => (None, None),
-                };
-                return Err(at.provider(kind.unwrap_or("error"), message.unwrap_or("")));
-            }
+            "error" => return Err(at.provider_error(ev.error.as_ref(), "error", "")),
             // ping, and event types added later.
             _ => {}
         }
         Ok(())
     }
 
-    /// Opens the record a `content_block_start` announces.
-    fn start(&mut self, at: At, block: Block<'_>, out: &mut Emitter) -> Result<(), StreamError> {
-        let kind = block.kind.as_str();
-        let bound = out.records() > 0;
-        let id = opt_str(&block.id).filter(|id| !id.is_empty());
-        let (content, initial) = match kind {
-            "text" => (
-                Content::Text {
-                    text: String::new(),
-                },
-                opt_str(&block.text),
-            ),
-            "thinking" => (
-                Content::Thinking {
-                    text: String::new(),
-                    signature: opt_str(&block.signature)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned),
-                    redacted: false,
-                },
-                opt_str(&block.thinking),
-            ),
-            "redacted_thinking" => {
-                // Opaque: its data goes back as it came and is counted as its size.
-                let data = opt_str(&block.data).unwrap_or_default();
-                let content = Content::Thinking {
-                    text: String::new(),
-                    signature: Some(data.to_owned()),
-                    redacted: true,
-                };
-                let tokens = out.count(data);
-                return out.open(at, content, bound, tokens);
-            }
-            _ if kind.ends_with("tool_use") => {
-                let id = id.ok_or_else(|| at.malformed(format!("{kind} block without an id")))?;
-                let name = opt_str(&block.name).unwrap_or_default().to_owned();
-                let tokens = out.count(&name);
-                let content = Content::Call {
-                    id: CallId::from(id),
-                    name,
-                    arguments: String::new(),
-                    server: kind != "tool_use",
-                    signature: None,
-                    truncated: false,
-                };
-                out.open(at, content, bound, tokens)?;
-                // An input given whole at the start (not `{}`, which deltas replace,
-                // or which stands when none come).
-                match block.input.map(RawValue::get) {
-                    Some("{}") => self.start_input = Some("{}".to_owned()),
-                    Some(input) => out.piece(at, Piece::Text, input)?,
-                    None => {}
-                }
-                return Ok(());
-            }
-            _ if block.tool_use_id.is_some() => {
-                let id = opt_str(&block.tool_use_id)
-                    .filter(|id| !id.is_empty())
-                    .ok_or_else(|| {
-                        at.malformed(format!("{kind} block with an empty tool_use_id"))
-                    })?;
-                let content = Content::ServerResult {
-                    id: CallId::from(id),
-                    kind: kind.to_owned(),
-                    content: String::new(),
-                };
-                out.open(at, content, bound, 0)?;
-                if let Some(c) = block.content {
-                    out.piece(at, Piece::Text, c.get())?;
-                }
-                return Ok(());
-            }
-            _ => (
-                Content::Other {
-                    kind: kind.to_owned(),
-                },
-                None,
-            ),
-        };
-        out.open(at, content, bound, 0)?;
-        if let Some(text) = initial {
-            out.piece(at, Piece::Text, text)?;
+    /// The end of input: a message still streaming is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            out.end(self.stop_reason.take(), false, false);
         }
         Ok(())
+    }
+}
+
+impl State {
+    /// Opens the record a `content_block_start` announces, classified as the
+    /// Anthropic reader classifies a message's block.
+    fn start(&mut self, at: At, block: RawBlock<'_>, out: &mut Emitter) -> Result<(), StreamError> {
+        if block.kind.is_none() {
+            return Err(at.malformed("content_block_start with a block without a type"));
+        }
+        let kind = block.kind();
+        let bound = out.records() > 0;
+        let (content, initial) = match block.classify() {
+            BlockKind::Text => (Content::text(), opt_str(&block.text)),
+            BlockKind::Thinking { redacted: false } => {
+                let signature = opt_str(&block.signature).filter(|s| !s.is_empty());
+                let content = Content::thinking(signature.map(str::to_owned), false);
+                (content, opt_str(&block.thinking))
+            }
+            BlockKind::Thinking { redacted: true } => {
+                // Opaque: its data goes back as it came and is counted as its size.
+                let data = opt_str(&block.data).unwrap_or_default();
+                let content = Content::thinking(Some(data.to_owned()), true);
+                return out.open(at, content, bound, out.count(data));
+            }
+            BlockKind::Call { id, server } => {
+                let id = needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?;
+                // An input given whole at the start (not `{}`, which deltas replace,
+                // or which stands when none come).
+                let input = match block.input.map(RawValue::get) {
+                    Some("{}") => {
+                        self.start_input = Some("{}".to_owned());
+                        None
+                    }
+                    input => input,
+                };
+                let name = opt_str(&block.name).unwrap_or_default();
+                return out.open_call(at, bound, CallId::from(id), name, server, None, input);
+            }
+            BlockKind::Result { id, .. } => {
+                let id = needs_id(id, kind, "a tool_use_id").map_err(|m| at.malformed(m))?;
+                let content = Content::server_result(id, kind);
+                (content, block.content.map(RawValue::get))
+            }
+            BlockKind::Compaction | BlockKind::Other => (Content::other(kind), None),
+        };
+        out.open_with(at, content, bound, initial)
     }
 
     /// The message's usage: input from `message_start`, output from `message_delta`.
     fn usage(&self, u: RawUsage) -> Usage {
+        let usage = u.usage();
         Usage {
-            input_tokens: u.input_tokens.or(self.input.input_tokens),
-            output_tokens: u.output_tokens,
-            reasoning_tokens: u.output_tokens_details.and_then(|d| d.thinking_tokens),
-            cached_tokens: u
-                .cache_read_input_tokens
-                .or(self.input.cache_read_input_tokens),
+            input_tokens: usage.input_tokens.or(self.input.input_tokens),
+            cached_tokens: usage.cached_tokens.or(self.input.cached_tokens),
+            ..usage
         }
-    }
-
-    /// The end of input: a message still streaming is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_message {
-            out.end(self.stop_reason.take(), false, false);
-            self.in_message = false;
-        }
-        Ok(())
     }
 }

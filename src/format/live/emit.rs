@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::{At, Caps, Content, Decoded, Detail, Ending, StreamError, Usage};
 use crate::format::TokenCounter;
-use crate::{Event, Record};
+use crate::{CallId, Event, Record};
 
 /// The open record: its content so far, its tokens, its bytes.
 struct Open {
@@ -33,6 +33,8 @@ pub(crate) struct Emitter {
     caps: Caps,
     open: Option<Open>,
     response: Response,
+    /// A response started and has not ended.
+    responding: bool,
 }
 
 /// Where a piece of a streamed record goes.
@@ -52,6 +54,7 @@ impl Emitter {
             caps,
             open: None,
             response: Response::default(),
+            responding: false,
         }
     }
 
@@ -90,11 +93,28 @@ impl Emitter {
     /// to close ([`Feed::abort_open`](super::Feed::abort_open)); the decoder forgets it.
     /// **O(1)**.
     pub(crate) fn start_response(&mut self) {
+        self.responding = true;
         self.open = None;
         self.response = Response {
             started: self.response.started + 1,
             ..Response::default()
         };
+    }
+
+    /// Starts a response unless one is in progress; `true` when it started one (the
+    /// provider then starts its own state afresh). **O(1)**.
+    pub(crate) fn begin_response(&mut self) -> bool {
+        let starts = !self.responding;
+        if starts {
+            self.start_response();
+        }
+        starts
+    }
+
+    /// Whether a response started and has not ended ([`end`](Emitter::end)).
+    /// **O(1)**.
+    pub(crate) fn responding(&self) -> bool {
+        self.responding
     }
 
     /// Number of the current response in the stream, from 0. **O(1)**.
@@ -155,12 +175,7 @@ impl Emitter {
 
     fn check(&self, at: At, bytes: usize) -> Result<(), StreamError> {
         if bytes > self.caps.max_record_bytes {
-            return Err(StreamError::TooLarge {
-                event: at.event,
-                offset: at.offset,
-                cap: self.caps.max_record_bytes,
-                what: "record",
-            });
+            return Err(at.too_large(self.caps.max_record_bytes, "record"));
         }
         Ok(())
     }
@@ -179,17 +194,58 @@ impl Emitter {
     /// **O(1)**.
     pub(crate) fn open_text(&mut self, at: At, thinking: bool) -> Result<(), StreamError> {
         let content = if thinking {
-            Content::Thinking {
-                text: String::new(),
-                signature: None,
-                redacted: false,
-            }
+            Content::thinking(None, false)
         } else {
-            Content::Text {
-                text: String::new(),
-            }
+            Content::text()
         };
         self.open(at, content, self.records() > 0, 0)
+    }
+
+    /// Opens a record for `content` whose first piece of text (a text block's, a
+    /// server result's content) came with its start. **O(len(initial))**.
+    pub(crate) fn open_with(
+        &mut self,
+        at: At,
+        content: Content,
+        bound: bool,
+        initial: Option<&str>,
+    ) -> Result<(), StreamError> {
+        self.open(at, content, bound, 0)?;
+        match initial {
+            Some(text) => self.piece(at, Piece::Text, text),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens a call's `tool_use` record, its name counted, with the `arguments` that
+    /// came with its start as its first piece. **O(len(name) + len(arguments))**.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a call's start says all of these, in every provider's stream"
+    )]
+    pub(crate) fn open_call(
+        &mut self,
+        at: At,
+        bound: bool,
+        id: CallId,
+        name: &str,
+        server: bool,
+        signature: Option<&str>,
+        arguments: Option<&str>,
+    ) -> Result<(), StreamError> {
+        let content = Content::Call {
+            id,
+            name: name.to_owned(),
+            arguments: String::new(),
+            server,
+            signature: signature.map(str::to_owned),
+            truncated: false,
+        };
+        self.open(at, content, bound, self.counter.count(name))?;
+        match arguments {
+            Some(text) => self.piece(at, Piece::Text, text),
+            None => Ok(()),
+        }
     }
 
     /// Adds a piece to the open record: text is counted and emitted as a delta.
@@ -356,6 +412,7 @@ impl Emitter {
         complete: bool,
         length_limited: bool,
     ) {
+        self.responding = false;
         if complete && !matches!(self.open_content(), Some(Content::Call { .. })) {
             self.close();
         }

@@ -12,7 +12,7 @@
 
 use memchr::{memchr2, memchr3};
 
-use super::StreamError;
+use super::{At, StreamError};
 use crate::format::sse::SseFramer;
 
 /// The bytes received and not consumed yet, and the stream offset of the first one.
@@ -62,7 +62,8 @@ impl Buffer {
     }
 }
 
-/// One frame: a provider event's JSON text (or `[DONE]`), with where it came from.
+/// One frame: a provider event's JSON text (or `[DONE]`), with where it came from; an
+/// SSE event is one (its fields borrow the framer until its next call).
 pub(crate) struct Frame<'a> {
     /// The SSE `event:` name; empty for JSON framings and unnamed events.
     pub(crate) name: &'a str,
@@ -207,14 +208,13 @@ impl JsonFramer {
                 }
             };
             let offset = input.offset();
+            let here = At {
+                event: self.number + 1,
+                offset,
+            };
             let Some(end) = end else {
                 if i > self.max_event {
-                    return Err(StreamError::TooLarge {
-                        event: self.number + 1,
-                        offset,
-                        cap: self.max_event,
-                        what: "event",
-                    });
+                    return Err(here.too_large(self.max_event, "event"));
                 }
                 self.scanned = Some(i);
                 if eof {
@@ -226,12 +226,7 @@ impl JsonFramer {
                 return Ok(None);
             };
             if end > self.max_event {
-                return Err(StreamError::TooLarge {
-                    event: self.number + 1,
-                    offset,
-                    cap: self.max_event,
-                    what: "event",
-                });
+                return Err(here.too_large(self.max_event, "event"));
             }
             self.scanned = None;
             self.number += 1;
@@ -349,12 +344,7 @@ impl Frames {
         }
         match &mut self.framing {
             Framing::Undecided => Ok(None),
-            Framing::Sse(f) => Ok(f.next(&mut self.input, self.eof)?.map(|e| Frame {
-                name: e.name,
-                data: e.data,
-                number: e.number,
-                offset: e.offset,
-            })),
+            Framing::Sse(f) => f.next(&mut self.input, self.eof),
             Framing::Json(f) => f.next(&mut self.input, self.eof),
         }
     }

@@ -22,8 +22,9 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
+use crate::format::gemini::{Call, Part, PartialArg, placeholder_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
 #[derive(Deserialize)]
@@ -52,105 +53,24 @@ struct CandidateContent<'a> {
     parts: Option<Vec<Part<'a>>>,
 }
 
-#[derive(Deserialize)]
-struct Part<'a> {
-    #[serde(borrow, default)]
-    text: Option<JsonStr<'a>>,
-    #[serde(default)]
-    thought: Option<bool>,
-    #[serde(rename = "thoughtSignature", borrow, default)]
-    signature: Option<JsonStr<'a>>,
-    #[serde(rename = "functionCall", alias = "function_call", borrow, default)]
-    call: Option<Call<'a>>,
-    #[serde(rename = "executableCode", borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(rename = "codeExecutionResult", borrow, default)]
-    code_result: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Call<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    args: Option<&'a RawValue>,
-    #[serde(rename = "partialArgs", borrow, default)]
-    partial: Option<Vec<PartialArg<'a>>>,
-    #[serde(rename = "willContinue", default)]
-    will_continue: Option<bool>,
-}
-
-#[derive(Deserialize)]
-struct PartialArg<'a> {
-    #[serde(rename = "jsonPath", borrow)]
-    path: JsonStr<'a>,
-    #[serde(rename = "stringValue", borrow, default)]
-    string: Option<JsonStr<'a>>,
-    #[serde(rename = "numberValue", borrow, default)]
-    number: Option<&'a RawValue>,
-    #[serde(rename = "boolValue", default)]
-    boolean: Option<bool>,
-    #[serde(rename = "nullValue", borrow, default)]
-    null: Option<&'a RawValue>,
-    #[serde(rename = "willContinue", default)]
-    will_continue: Option<bool>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct RawUsage {
-    #[serde(rename = "promptTokenCount", default)]
-    prompt: Option<u64>,
-    #[serde(rename = "candidatesTokenCount", default)]
-    candidates: Option<u64>,
-    #[serde(rename = "thoughtsTokenCount", default)]
-    thoughts: Option<u64>,
-    #[serde(rename = "cachedContentTokenCount", default)]
-    cached: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    status: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-}
-
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     /// The open call's streamed arguments, while `willContinue` holds.
     streaming: Option<Args>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let chunk: Chunk<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         if let Some(e) = &chunk.error {
-            let kind = opt_str(&e.status)
-                .map(str::to_owned)
-                .or_else(|| e.code.map(|c| c.get().to_owned()))
-                .unwrap_or_else(|| "error".to_owned());
-            return Err(at.provider(kind, opt_str(&e.message).unwrap_or_default()));
+            return Err(at.provider_error(Some(e), "error", ""));
         }
-        if !self.in_response {
-            out.start_response();
-            *self = State {
-                in_response: true,
-                ..State::default()
-            };
+        if out.begin_response() {
+            *self = State::default();
         }
         let candidate = chunk
             .candidates
@@ -167,22 +87,27 @@ impl State {
             }
         }
         if let Some(u) = chunk.usage {
-            let output = match (u.candidates, u.thoughts) {
-                (None, None) => None,
-                (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
-            };
-            self.usage = Some(Usage {
-                input_tokens: u.prompt,
-                output_tokens: output,
-                reasoning_tokens: u.thoughts,
-                cached_tokens: u.cached,
-            });
+            self.usage = Some(u.usage());
         }
         Ok(())
     }
 
+    /// The end of input ends the response.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        self.end(out);
+        Ok(())
+    }
+
+    /// The JSON array ended: so did the response.
+    fn end_of_array(&mut self, out: &mut Emitter) {
+        self.end(out);
+    }
+}
+
+impl State {
     fn part(&mut self, at: At, out: &mut Emitter, part: Part<'_>) -> Result<(), StreamError> {
-        let signature = opt_str(&part.signature).filter(|s| !s.is_empty());
+        let signature = at.string(part.signature)?;
+        let signature = opt_str(&signature).filter(|s| !s.is_empty());
         if let Some(call) = part.call {
             return self.call(at, out, call, signature);
         }
@@ -192,15 +117,12 @@ impl State {
             .or(part.code_result.map(|c| ("codeExecutionResult", c)))
         {
             self.close(at, out)?;
-            let content = Content::Other {
-                kind: kind.to_owned(),
-            };
-            out.open(at, content, out.records() > 0, 0)?;
-            out.piece(at, Piece::Text, raw.get())?;
+            out.open_with(at, Content::other(kind), out.records() > 0, Some(raw.get()))?;
             out.close();
             return Ok(());
         }
-        let Some(text) = opt_str(&part.text) else {
+        let text = at.string(part.text)?;
+        let Some(text) = opt_str(&text) else {
             return Ok(());
         };
         let thinking = part.thought == Some(true);
@@ -249,20 +171,10 @@ impl State {
         self.close(at, out)?;
         let id = match opt_str(&call.id).filter(|id| !id.is_empty()) {
             Some(id) => CallId::from(id),
-            None => CallId::from(format!("{name}#{}.{}", out.response_index(), out.records())),
+            None => placeholder_id(name, out.response_index(), out.records()),
         };
-        let content = Content::Call {
-            id,
-            name: name.to_owned(),
-            arguments: String::new(),
-            server: false,
-            signature: signature.map(str::to_owned),
-            truncated: false,
-        };
-        out.open(at, content, out.records() > 0, out.count(name))?;
-        if let Some(args) = call.args {
-            out.piece(at, Piece::Text, args.get())?;
-        }
+        let args = call.args.map(RawValue::get);
+        out.open_call(at, out.records() > 0, id, name, false, signature, args)?;
         if call.partial.is_some() || call.will_continue == Some(true) {
             let mut args = Args::default();
             for p in call.partial.iter().flatten() {
@@ -288,22 +200,10 @@ impl State {
         Ok(())
     }
 
-    /// The JSON array ended: so did the response.
-    pub(crate) fn end_of_array(&mut self, out: &mut Emitter) {
-        self.end(out);
-    }
-
-    /// The end of input ends the response.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        self.end(out);
-        Ok(())
-    }
-
     fn end(&mut self, out: &mut Emitter) {
-        if !self.in_response {
+        if !out.responding() {
             return;
         }
-        self.in_response = false;
         let Some(reason) = self.finish_reason.take() else {
             out.end(None, false, false);
             return;

@@ -74,7 +74,10 @@ use std::fmt;
 
 pub use feed::Feed;
 
+use serde_json::value::RawValue;
+
 use crate::compact::{Payload, ResultStatus};
+use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
 use crate::format::{ByteEstimate, TokenCounter};
 use crate::{CallId, Event};
 use emit::Emitter;
@@ -221,23 +224,22 @@ pub enum StreamError {
 impl StreamError {
     /// The event the error names (1-based). **O(1)**.
     pub fn event(&self) -> u64 {
-        match self {
-            StreamError::Framing { event, .. }
-            | StreamError::TooLarge { event, .. }
-            | StreamError::Malformed { event, .. }
-            | StreamError::Provider { event, .. }
-            | StreamError::Truncated { event, .. } => *event,
-        }
+        self.place().0
     }
 
     /// The byte offset the error names. **O(1)**.
     pub fn offset(&self) -> u64 {
+        self.place().1
+    }
+
+    /// The event and byte offset every variant names. **O(1)**.
+    fn place(&self) -> (u64, u64) {
         match self {
-            StreamError::Framing { offset, .. }
-            | StreamError::TooLarge { offset, .. }
-            | StreamError::Malformed { offset, .. }
-            | StreamError::Provider { offset, .. }
-            | StreamError::Truncated { offset, .. } => *offset,
+            StreamError::Framing { event, offset, .. }
+            | StreamError::TooLarge { event, offset, .. }
+            | StreamError::Malformed { event, offset, .. }
+            | StreamError::Provider { event, offset, .. }
+            | StreamError::Truncated { event, offset } => (*event, *offset),
         }
     }
 }
@@ -303,6 +305,38 @@ pub enum Content {
 }
 
 impl Content {
+    /// Text, none of it yet.
+    pub(crate) fn text() -> Content {
+        Content::Text {
+            text: String::new(),
+        }
+    }
+
+    /// Thinking, none of its text yet.
+    pub(crate) fn thinking(signature: Option<String>, redacted: bool) -> Content {
+        Content::Thinking {
+            text: String::new(),
+            signature,
+            redacted,
+        }
+    }
+
+    /// A server call's result, none of its content yet.
+    pub(crate) fn server_result(id: &str, kind: &str) -> Content {
+        Content::ServerResult {
+            id: CallId::from(id),
+            kind: kind.to_owned(),
+            content: String::new(),
+        }
+    }
+
+    /// Another block or item, by its type.
+    pub(crate) fn other(kind: &str) -> Content {
+        Content::Other {
+            kind: kind.to_owned(),
+        }
+    }
+
     /// The record kind's name this content is tracked as: `tool_use`, `tool_result` or
     /// `assistant`. **O(1)**.
     pub fn record_kind(&self) -> &'static str {
@@ -428,12 +462,18 @@ pub struct Decoded {
     pub detail: Detail,
 }
 
-/// The per-provider state machine behind a [`Decoder`].
-enum State {
-    Anthropic(anthropic::State),
-    Chat(openai_chat::State),
-    Responses(openai_responses::State),
-    Gemini(gemini::State),
+/// The per-provider state machine behind a [`Decoder`]: what one provider's events
+/// mean, said to the [`Emitter`] that makes the items.
+trait Provider: Send + Sync {
+    /// Reads one event (frame).
+    fn frame(&mut self, frame: &frames::Frame<'_>, out: &mut Emitter) -> Result<(), StreamError>;
+
+    /// The end of input: a response still streaming ends as interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError>;
+
+    /// The stream's JSON array was closed (its `]` read). Only Gemini streams a
+    /// response as an array, so only its end means anything.
+    fn end_of_array(&mut self, _out: &mut Emitter) {}
 }
 
 /// A sans-IO decoder of one provider stream: [`push`](Decoder::push) bytes as they
@@ -448,7 +488,7 @@ enum State {
 pub struct Decoder {
     format: StreamFormat,
     frames: Frames,
-    state: State,
+    state: Box<dyn Provider>,
     out: Emitter,
     /// An error found while items were still queued: returned after them.
     error: Option<StreamError>,
@@ -476,12 +516,10 @@ impl Decoder {
             format,
             frames: Frames::new(caps.max_event_bytes),
             state: match format {
-                StreamFormat::AnthropicSse => State::Anthropic(anthropic::State::default()),
-                StreamFormat::OpenAiChatStream => State::Chat(openai_chat::State::default()),
-                StreamFormat::OpenAiResponsesStream => {
-                    State::Responses(openai_responses::State::default())
-                }
-                StreamFormat::GeminiStream => State::Gemini(gemini::State::default()),
+                StreamFormat::AnthropicSse => Box::<anthropic::State>::default(),
+                StreamFormat::OpenAiChatStream => Box::<openai_chat::State>::default(),
+                StreamFormat::OpenAiResponsesStream => Box::<openai_responses::State>::default(),
+                StreamFormat::GeminiStream => Box::<gemini::State>::default(),
             },
             out: Emitter::new(Box::new(ByteEstimate), caps),
             error: None,
@@ -553,20 +591,13 @@ impl Decoder {
             let read = match self.frames.next() {
                 Err(e) => Err(e),
                 Ok(None) => Ok(None),
-                Ok(Some(frame)) => Ok(Some(match &mut self.state {
-                    State::Anthropic(s) => s.frame(&frame, &mut self.out),
-                    State::Chat(s) => s.frame(&frame, &mut self.out),
-                    State::Responses(s) => s.frame(&frame, &mut self.out),
-                    State::Gemini(s) => s.frame(&frame, &mut self.out),
-                })),
+                Ok(Some(frame)) => Ok(Some(self.state.frame(&frame, &mut self.out))),
             };
-            if let State::Gemini(s) = &mut self.state {
-                if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
-                    // The array's `]`: the response is complete, whether or not bytes
-                    // after it (an error of their own) came in the same chunk, so a
-                    // split never changes what is decoded.
-                    s.end_of_array(&mut self.out);
-                }
+            if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
+                // The array's `]`: the response is complete, whether or not bytes after
+                // it (an error of their own) came in the same chunk, so a split never
+                // changes what is decoded.
+                self.state.end_of_array(&mut self.out);
             }
             let result = match read {
                 Err(e) => Err(e),
@@ -574,13 +605,7 @@ impl Decoder {
                 Ok(None) if self.frames.at_eof() => {
                     self.finalized = true;
                     let at = (self.frames.frames() + 1, self.frames.offset());
-                    match &mut self.state {
-                        State::Anthropic(s) => s.finish(&mut self.out),
-                        State::Chat(s) => s.finish(&mut self.out),
-                        State::Responses(s) => s.finish(&mut self.out),
-                        State::Gemini(s) => s.finish(&mut self.out),
-                    }
-                    .map_err(|mut e| {
+                    self.state.finish(&mut self.out).map_err(|mut e| {
                         if let StreamError::Malformed { event, offset, .. } = &mut e {
                             (*event, *offset) = at;
                         }
@@ -673,11 +698,155 @@ impl At {
         }
     }
 
+    /// A [`StreamError::TooLarge`] here: the `what` passes `cap`.
+    pub(crate) fn too_large(self, cap: usize, what: &'static str) -> StreamError {
+        StreamError::TooLarge {
+            event: self.event,
+            offset: self.offset,
+            cap,
+            what,
+        }
+    }
+
+    /// A [`StreamError::Provider`] for the error object a provider streamed (`body`,
+    /// if it sent one): its kind by [`ErrorBody::kind`] (else `kind`), its message
+    /// (else `message`).
+    pub(crate) fn provider_error(
+        self,
+        body: Option<&ErrorBody<'_>>,
+        kind: &str,
+        message: &str,
+    ) -> StreamError {
+        self.provider(
+            body.and_then(ErrorBody::kind)
+                .unwrap_or_else(|| kind.to_owned()),
+            body.and_then(|b| opt_str(&b.message)).unwrap_or(message),
+        )
+    }
+
+    /// A string the provider's shared struct keeps as raw JSON (a file's reader never
+    /// unescapes it), read here: `None` for `null`, malformed here when not a string.
+    /// **O(len)**.
+    pub(crate) fn string<'a>(
+        self,
+        raw: Option<&'a RawValue>,
+    ) -> Result<Option<JsonStr<'a>>, StreamError> {
+        raw.map_or(Ok(None), |r| {
+            serde_json::from_str(r.get()).map_err(|e| self.json(&e))
+        })
+    }
+
     /// A [`StreamError::Malformed`] for a JSON parse error here.
     pub(crate) fn json(self, e: &serde_json::Error) -> StreamError {
         self.malformed(format!(
             "not a valid event: {}",
             crate::format::json_doc::describe(e)
         ))
+    }
+}
+
+/// The error object every provider streams, with the fields any of them names it by:
+/// Anthropic `{type, message}`, OpenAI (Chat and Responses) `{type, code, message}`,
+/// Gemini `{code, status, message}`. A `code` or `status` may be a number or a string.
+#[derive(serde::Deserialize)]
+pub(crate) struct ErrorBody<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub(crate) kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) status: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) message: Option<JsonStr<'a>>,
+}
+
+impl ErrorBody<'_> {
+    /// The error's kind as the provider spelled it: its `type`, else its `status`,
+    /// else its `code` (a string unquoted, a number as written). **O(len)**.
+    pub(crate) fn kind(&self) -> Option<String> {
+        [self.kind, self.status, self.code]
+            .into_iter()
+            .flatten()
+            .find(|r| r.get() != "null")
+            .map(|r| string_or_json(Some(r)))
+    }
+}
+
+/// The usage object of every provider stream, with each one's names for the numbers:
+/// Anthropic (`input_tokens`, `output_tokens`, `cache_read_input_tokens`,
+/// `output_tokens_details.thinking_tokens`), OpenAI Chat (`prompt_tokens`,
+/// `completion_tokens` and their `_details`), OpenAI Responses (`input_tokens`,
+/// `output_tokens` and their `_details`), Gemini `usageMetadata` (`promptTokenCount`,
+/// `candidatesTokenCount`, `thoughtsTokenCount`, `cachedContentTokenCount`).
+#[derive(serde::Deserialize, Default, Clone, Copy)]
+pub(crate) struct RawUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<UsageDetails>,
+    #[serde(default)]
+    input_tokens_details: Option<UsageDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<UsageDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<UsageDetails>,
+    #[serde(rename = "promptTokenCount", default)]
+    prompt_token_count: Option<u64>,
+    #[serde(rename = "candidatesTokenCount", default)]
+    candidates_token_count: Option<u64>,
+    #[serde(rename = "thoughtsTokenCount", default)]
+    thoughts_token_count: Option<u64>,
+    #[serde(rename = "cachedContentTokenCount", default)]
+    cached_content_token_count: Option<u64>,
+}
+
+/// The `*_details` of a [`RawUsage`].
+#[derive(serde::Deserialize, Default, Clone, Copy)]
+struct UsageDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+    #[serde(default)]
+    thinking_tokens: Option<u64>,
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl RawUsage {
+    /// The numbers the provider gave, by whichever name it gave them (a Gemini
+    /// output is its candidates' plus its thoughts' tokens). **O(1)**.
+    pub(crate) fn usage(self) -> Usage {
+        let gemini_output = match (self.candidates_token_count, self.thoughts_token_count) {
+            (None, None) => None,
+            (c, t) => Some(c.unwrap_or(0).saturating_add(t.unwrap_or(0))),
+        };
+        Usage {
+            input_tokens: self
+                .prompt_tokens
+                .or(self.input_tokens)
+                .or(self.prompt_token_count),
+            output_tokens: self
+                .completion_tokens
+                .or(self.output_tokens)
+                .or(gemini_output),
+            reasoning_tokens: [self.completion_tokens_details, self.output_tokens_details]
+                .into_iter()
+                .flatten()
+                .find_map(|d| d.reasoning_tokens.or(d.thinking_tokens))
+                .or(self.thoughts_token_count),
+            cached_tokens: [self.prompt_tokens_details, self.input_tokens_details]
+                .into_iter()
+                .flatten()
+                .find_map(|d| d.cached_tokens)
+                .or(self.cache_read_input_tokens)
+                .or(self.cached_content_token_count),
+        }
     }
 }

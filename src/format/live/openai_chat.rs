@@ -27,20 +27,20 @@
 //! argument piece is left open, flagged truncated.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};
+use crate::format::openai_chat::ToolCall;
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(borrow, default)]
     choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
-    usage: Option<ChatUsage>,
+    usage: Option<RawUsage>,
     #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
 }
@@ -66,59 +66,7 @@ struct ChoiceDelta<'a> {
     #[serde(borrow, default)]
     reasoning_content: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ToolDelta<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<JsonStr<'a>>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct ChatUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct CompletionDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
+    tool_calls: Option<Vec<ToolCall<'a>>>,
 }
 
 /// Where a call of the response is.
@@ -187,7 +135,6 @@ impl JsonEnd {
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     finish_reason: Option<String>,
     usage: Option<Usage>,
     calls: Vec<Call>,
@@ -197,15 +144,11 @@ pub(crate) struct State {
     last_piece: Option<usize>,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         if frame.data.trim() == "[DONE]" {
-            if self.in_response {
+            if out.responding() {
                 self.settle(at, out)?;
                 self.end(out, true);
             }
@@ -213,26 +156,10 @@ impl State {
         }
         let chunk: Chunk<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         if chunk.error.is_some() || frame.name == "error" {
-            let (kind, message) = match &chunk.error {
-                Some(e) => (
-                    opt_str(&e.kind)
-                        .map(str::to_owned)
-                        .or_else(|| e.code.map(|c| c.get().trim_matches('"').to_owned())),
-                    opt_str(&e.message).map(str::to_owned),
-                ),
-                None => (None, None),
-            };
-            return Err(at.provider(
-                kind.unwrap_or_else(|| "error".to_owned()),
-                message.unwrap_or_else(|| frame.data.to_owned()),
-            ));
+            return Err(at.provider_error(chunk.error.as_ref(), "error", frame.data));
         }
-        if !self.in_response {
-            out.start_response();
-            *self = State {
-                in_response: true,
-                ..State::default()
-            };
+        if out.begin_response() {
+            *self = State::default();
         }
         for choice in chunk.choices.into_iter().flatten() {
             if choice.index.unwrap_or(0) != 0 {
@@ -259,16 +186,23 @@ impl State {
             }
         }
         if let Some(u) = chunk.usage {
-            self.usage = Some(Usage {
-                input_tokens: u.prompt_tokens,
-                output_tokens: u.completion_tokens,
-                reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
-                cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-            });
+            self.usage = Some(u.usage());
         }
         Ok(())
     }
 
+    /// The end of input: a response whose `finish_reason` came is complete (the
+    /// `[DONE]` line is optional); one without is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            let complete = self.finish_reason.is_some();
+            self.end(out, complete);
+        }
+        Ok(())
+    }
+}
+
+impl State {
     /// A piece of text or reasoning: into the open record of that kind, or a new one.
     fn text(
         &mut self,
@@ -292,19 +226,14 @@ impl State {
         &mut self,
         at: At,
         out: &mut Emitter,
-        delta: ToolDelta<'_>,
+        delta: ToolCall<'_>,
     ) -> Result<(), StreamError> {
         let index = delta.index.unwrap_or(0);
         let slot = match self.calls.iter().position(|c| c.index == index) {
             Some(slot) => slot,
             None => {
                 if self.calls.len() >= out.caps().max_calls {
-                    return Err(StreamError::TooLarge {
-                        event: at.event,
-                        offset: at.offset,
-                        cap: out.caps().max_calls,
-                        what: "calls",
-                    });
+                    return Err(at.too_large(out.caps().max_calls, "calls"));
                 }
                 self.calls.push(Call {
                     index,
@@ -325,9 +254,10 @@ impl State {
             }
         }
         let (name, piece) = match &delta.function {
-            Some(f) => (opt_str(&f.name), opt_str(&f.arguments)),
+            Some(f) => (opt_str(&f.name), at.string(f.arguments)?),
             None => (None, None),
         };
+        let piece = opt_str(&piece);
         if let Some(name) = name.filter(|n| !n.is_empty()) {
             if call.name.is_empty() {
                 call.name = name.to_owned();
@@ -346,12 +276,7 @@ impl State {
                 }
                 Slot::Waiting => {
                     if call.arguments.len() + piece.len() > out.caps().max_record_bytes {
-                        return Err(StreamError::TooLarge {
-                            event: at.event,
-                            offset: at.offset,
-                            cap: out.caps().max_record_bytes,
-                            what: "record",
-                        });
+                        return Err(at.too_large(out.caps().max_record_bytes, "record"));
                     }
                     call.json.feed(piece);
                     call.arguments.push_str(piece);
@@ -393,16 +318,8 @@ impl State {
         if call.id.is_empty() {
             return Err(at.malformed(format!("tool call {} has no id", call.index)));
         }
-        let tokens = out.count(&call.name);
-        let content = Content::Call {
-            id: CallId::from(call.id.as_str()),
-            name: call.name.clone(),
-            arguments: String::new(),
-            server: false,
-            signature: None,
-            truncated: false,
-        };
-        out.open(at, content, out.records() > 0, tokens)?;
+        let id = CallId::from(call.id.as_str());
+        out.open_call(at, out.records() > 0, id, &call.name, false, None, None)?;
         let buffered = std::mem::take(&mut call.arguments);
         out.counted_piece(at, &buffered, call.tokens)?;
         call.slot = Slot::Live;
@@ -459,16 +376,5 @@ impl State {
         }
         let length = self.finish_reason.as_deref() == Some("length");
         out.end(self.finish_reason.take(), complete, length && complete);
-        self.in_response = false;
-    }
-
-    /// The end of input: a response whose `finish_reason` came is complete (the
-    /// `[DONE]` line is optional); one without is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_response {
-            let complete = self.finish_reason.is_some();
-            self.end(out, complete);
-        }
-        Ok(())
     }
 }

@@ -19,10 +19,10 @@ use serde_json::value::RawValue;
 
 use super::emit::{Emitter, Piece};
 use super::frames::Frame;
-use super::{At, Content, StreamError, Usage};
+use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};
-use crate::format::openai_responses::PAIRED_CALLS;
+use crate::format::openai_responses::{Item, ItemKind};
 
 #[derive(Deserialize)]
 struct Ev<'a> {
@@ -39,35 +39,7 @@ struct Ev<'a> {
     #[serde(borrow, default)]
     response: Option<Response<'a>>,
     #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
     error: Option<ErrorBody<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    call_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    encrypted_content: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    operation: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    execution: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -86,64 +58,25 @@ struct Incomplete<'a> {
     reason: Option<JsonStr<'a>>,
 }
 
-#[derive(Deserialize, Clone, Copy)]
-struct RawUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens_details: Option<OutputDetails>,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct OutputDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    code: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    message: Option<JsonStr<'a>>,
-}
-
 /// The response being read.
 #[derive(Default)]
 pub(crate) struct State {
-    in_response: bool,
     /// The open item's id, to match deltas to it.
     open_item: Option<String>,
     /// The last item opened was a `reasoning` item: the next one binds to it.
     after_reasoning: bool,
 }
 
-impl State {
-    pub(crate) fn frame(
-        &mut self,
-        frame: &Frame<'_>,
-        out: &mut Emitter,
-    ) -> Result<(), StreamError> {
+impl Provider for State {
+    fn frame(&mut self, frame: &Frame<'_>, out: &mut Emitter) -> Result<(), StreamError> {
         let at = At::of(frame);
         let ev: Ev<'_> = serde_json::from_str(frame.data).map_err(|e| at.json(&e))?;
         let kind = ev.kind.as_str();
         match kind {
             "response.created" => self.start(out),
             "response.output_item.added" => {
-                if !self.in_response {
-                    self.start(out);
+                if out.begin_response() {
+                    *self = State::default();
                 }
                 let item = ev
                     .item
@@ -177,17 +110,14 @@ impl State {
                     // An item announced whole: open it now.
                     self.open(at, out, &item)?;
                 }
-                match opt_str(&item.kind) {
-                    Some(k)
-                        if PAIRED_CALLS.contains(&k)
-                            || k == "mcp_approval_request"
-                            || k == "tool_search_call" =>
-                    {
-                        if let Some(args) = item.arguments.or(item.input).or(item.operation) {
-                            out.final_arguments(at, &string_or_json(Some(args)))?;
-                        }
-                    }
-                    Some("reasoning") => {
+                // The item was classified when it opened; its final arguments or
+                // signature complete the record.
+                match item.classify() {
+                    Ok(ItemKind::Call {
+                        arguments: Some(args),
+                        ..
+                    }) => out.final_arguments(at, &string_or_json(Some(args)))?,
+                    Ok(ItemKind::Reasoning) => {
                         if let (Some(sig), Some(Content::Thinking { signature, .. })) =
                             (opt_str(&item.encrypted_content), out.open_content_mut())
                         {
@@ -202,12 +132,7 @@ impl State {
             "response.completed" | "response.incomplete" => {
                 let response = ev.response;
                 if let Some(u) = response.as_ref().and_then(|r| r.usage) {
-                    out.usage(Usage {
-                        input_tokens: u.input_tokens,
-                        output_tokens: u.output_tokens,
-                        reasoning_tokens: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
-                        cached_tokens: u.input_tokens_details.and_then(|d| d.cached_tokens),
-                    });
+                    out.usage(u.usage());
                 }
                 let reason = response
                     .as_ref()
@@ -217,23 +142,23 @@ impl State {
                 let length = reason.as_deref() == Some("max_output_tokens");
                 let stop = reason.or_else(|| Some(kind.trim_start_matches("response.").to_owned()));
                 out.end(stop, true, length);
-                self.in_response = false;
                 self.open_item = None;
             }
             "response.failed" => {
                 let error = ev.response.as_ref().and_then(|r| r.error.as_ref());
-                let (k, m) = describe(error);
-                return Err(at.provider(k.unwrap_or_else(|| "failed".to_owned()), m));
+                return Err(at.provider_error(error, "failed", ""));
             }
             "error" => {
-                let (k, m) = match &ev.error {
-                    Some(e) => describe(Some(e)),
-                    None => (
-                        ev.code.map(|c| c.get().trim_matches('"').to_owned()),
-                        opt_str(&ev.message).unwrap_or_default().to_owned(),
-                    ),
+                // The error's fields stand under `error`, or in the event itself
+                // (whose `type` is the event's, not the error's).
+                let top = match &ev.error {
+                    Some(_) => None,
+                    None => Some(ErrorBody {
+                        kind: None,
+                        ..serde_json::from_str(frame.data).map_err(|e| at.json(&e))?
+                    }),
                 };
-                return Err(at.provider(k.unwrap_or_else(|| "error".to_owned()), m));
+                return Err(at.provider_error(ev.error.as_ref().or(top.as_ref()), "error", ""));
             }
             // response.in_progress, content parts, summary parts, `.done` texts,
             // server-tool progress events, and event types added later.
@@ -242,12 +167,19 @@ impl State {
         Ok(())
     }
 
+    /// The end of input: a response still streaming is interrupted.
+    fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
+        if out.responding() {
+            out.end(None, false, false);
+        }
+        Ok(())
+    }
+}
+
+impl State {
     fn start(&mut self, out: &mut Emitter) {
         out.start_response();
-        *self = State {
-            in_response: true,
-            ..State::default()
-        };
+        *self = State::default();
     }
 
     /// A delta names the open item (when it names one).
@@ -260,98 +192,36 @@ impl State {
         }
     }
 
-    /// Opens the record of an output item.
+    /// Opens the record of an output item, classified as the Responses reader
+    /// classifies an input item.
     fn open(&mut self, at: At, out: &mut Emitter, item: &Item<'_>) -> Result<(), StreamError> {
-        let kind = opt_str(&item.kind).unwrap_or("message");
+        let kind = item.kind();
         let bound = self.after_reasoning;
         self.after_reasoning = kind == "reasoning";
         self.open_item = Some(opt_str(&item.id).unwrap_or_default().to_owned());
-        let call_id = opt_str(&item.call_id).filter(|id| !id.is_empty());
-        let call = PAIRED_CALLS.contains(&kind)
-            || kind == "mcp_approval_request"
-            || (kind == "tool_search_call" && call_id.is_some());
-        if kind == "tool_search_output" {
-            if let Some(id) = call_id {
-                let content = Content::ServerResult {
-                    id: CallId::from(id),
-                    kind: kind.to_owned(),
-                    content: String::new(),
-                };
-                out.open(at, content, bound, 0)?;
-                if let Some(tools) = item.tools {
-                    out.piece(at, Piece::Text, tools.get())?;
-                }
-                return Ok(());
-            }
-        }
-        let content = if call {
-            let id = if kind == "mcp_approval_request" {
-                opt_str(&item.id).filter(|id| !id.is_empty())
-            } else {
-                call_id
-            }
-            .ok_or_else(|| at.malformed(format!("{kind} item without a call_id")))?;
-            let name = match kind {
-                "tool_search_call" => "tool_search",
-                _ => opt_str(&item.name).unwrap_or(kind),
-            }
-            .to_owned();
-            let tokens = out.count(&name);
-            let content = Content::Call {
-                id: CallId::from(id),
+        let (content, initial) = match item.classify().map_err(|m| at.malformed(m))? {
+            ItemKind::Call {
+                id,
                 name,
-                arguments: String::new(),
-                server: kind == "tool_search_call" && opt_str(&item.execution) == Some("server"),
-                signature: None,
-                truncated: false,
-            };
-            out.open(at, content, bound, tokens)?;
-            let initial = item
-                .arguments
-                .or(item.input)
-                .or(item.operation)
-                .map(|a| string_or_json(Some(a)));
-            if let Some(initial) = initial.filter(|a| !a.is_empty()) {
-                out.piece(at, Piece::Text, &initial)?;
+                arguments,
+                server,
+            } => {
+                let arguments = arguments.map(|a| string_or_json(Some(a)));
+                let id = CallId::from(id);
+                return out.open_call(at, bound, id, name, server, None, arguments.as_deref());
             }
-            return Ok(());
-        } else if kind == "reasoning" {
-            Content::Thinking {
-                text: String::new(),
-                signature: opt_str(&item.encrypted_content).map(str::to_owned),
-                redacted: false,
+            // The only output a response streams: a server's tool search.
+            ItemKind::Result { id, .. } if kind == "tool_search_output" => (
+                Content::server_result(id, kind),
+                item.tools.map(RawValue::get),
+            ),
+            ItemKind::Reasoning => {
+                let signature = opt_str(&item.encrypted_content).map(str::to_owned);
+                (Content::thinking(signature, false), None)
             }
-        } else if kind == "message" {
-            Content::Text {
-                text: String::new(),
-            }
-        } else {
-            Content::Other {
-                kind: kind.to_owned(),
-            }
+            ItemKind::Message => (Content::text(), None),
+            _ => (Content::other(kind), None),
         };
-        out.open(at, content, bound, 0)
-    }
-
-    /// The end of input: a response still streaming is interrupted.
-    pub(crate) fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError> {
-        if self.in_response {
-            out.end(None, false, false);
-            self.in_response = false;
-        }
-        Ok(())
-    }
-}
-
-/// An error body's kind (type or code) and message.
-fn describe(error: Option<&ErrorBody<'_>>) -> (Option<String>, String) {
-    match error {
-        Some(e) => (
-            opt_str(&e.kind)
-                .map(str::to_owned)
-                .or_else(|| e.code.map(|c| c.get().trim_matches('"').to_owned())),
-            opt_str(&e.message).unwrap_or_default().to_owned(),
-        ),
-        None => (None, String::new()),
+        out.open_with(at, content, bound, initial)
     }
 }
