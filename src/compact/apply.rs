@@ -71,12 +71,13 @@ pub struct Applied {
 }
 
 impl Log {
-    /// [`estimate_summary_tokens`](super::estimate_summary_tokens)`(None,
-    /// &self.units(plan))` without collecting the units: an earlier summary's units
-    /// in the region are read where they are, not cloned (a region that folds a
-    /// ledger of many calls costs a walk over it, no allocation). **O(units)**.
-    pub fn units_estimate(&self, plan: &Plan) -> u64 {
-        let mut bytes = 0;
+    /// Walks the units a summary of `plan`'s region would hold, in log order, handing
+    /// each to `each`: a pair's as it is made, an earlier summary's where they are
+    /// (borrowed, not cloned), a summary without a payload's as bare units. The one
+    /// walk behind [`units`](Log::units) and [`units_estimate`](Log::units_estimate).
+    /// **O(r)** plus the units.
+    fn each_unit(&self, plan: &Plan, mut each: impl FnMut(std::borrow::Cow<'_, Unit>)) {
+        use std::borrow::Cow;
         for atom in &plan.atoms {
             match atom {
                 Atom::Pair {
@@ -87,12 +88,7 @@ impl Log {
                     if let (Some(call), Some(result)) =
                         (self.entries.get(*use_at), self.entries.get(*result_at))
                     {
-                        bytes += super::summary::unit_bytes(&pair_unit(
-                            call_id,
-                            call,
-                            result,
-                            plan.arguments,
-                        ));
+                        each(Cow::Owned(pair_unit(call_id, call, result, plan.arguments)));
                     }
                 }
                 Atom::Summary { at, .. } => match self.entries.get(*at) {
@@ -100,20 +96,23 @@ impl Log {
                         payload: Payload::Summary { units, .. },
                         record,
                     }) if matches!(record.kind(), crate::RecordKind::Summary(_)) => {
-                        bytes += units.iter().map(super::summary::unit_bytes).sum::<usize>();
+                        units.iter().for_each(|u| each(Cow::Borrowed(u)));
                     }
-                    Some(entry) => {
-                        bytes += entry
-                            .units()
-                            .iter()
-                            .map(super::summary::unit_bytes)
-                            .sum::<usize>();
-                    }
+                    Some(entry) => entry.units().into_iter().for_each(|u| each(Cow::Owned(u))),
                     None => {}
                 },
                 Atom::Text { .. } | Atom::DroppedResult { .. } => {}
             }
         }
+    }
+
+    /// [`estimate_summary_tokens`](super::estimate_summary_tokens)`(None,
+    /// &self.units(plan))` without collecting the units: an earlier summary's units
+    /// in the region are read where they are, not cloned (a region that folds a
+    /// ledger of many calls costs a walk over it, no allocation). **O(units)**.
+    pub fn units_estimate(&self, plan: &Plan) -> u64 {
+        let mut bytes = 0;
+        self.each_unit(plan, |u| bytes += super::summary::unit_bytes(&u));
         super::summary::summary_tokens_of_bytes(bytes)
     }
 
@@ -121,27 +120,7 @@ impl Log {
     /// summaries inside the region, in log order. **O(r)** plus the payloads' length.
     pub fn units(&self, plan: &Plan) -> Vec<Unit> {
         let mut units = Vec::new();
-        for atom in &plan.atoms {
-            match atom {
-                Atom::Pair {
-                    call_id,
-                    use_at,
-                    result_at,
-                } => {
-                    if let (Some(call), Some(result)) =
-                        (self.entries.get(*use_at), self.entries.get(*result_at))
-                    {
-                        units.push(pair_unit(call_id, call, result, plan.arguments));
-                    }
-                }
-                Atom::Summary { at, .. } => {
-                    if let Some(entry) = self.entries.get(*at) {
-                        units.extend(entry.units());
-                    }
-                }
-                Atom::Text { .. } | Atom::DroppedResult { .. } => {}
-            }
-        }
+        self.each_unit(plan, |u| units.push(u.into_owned()));
         units
     }
 

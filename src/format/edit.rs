@@ -11,7 +11,7 @@
 //!       StepReports (their Edits) + the Log after ──write──▶ the transcript, edited
 //! ```
 //!
-//! Positions: the strategies' [`Edit`]s name records of the log as it was before each
+//! Positions: the strategies' [`Edit`](crate::compact::strategy::Edit)s name records of the log as it was before each
 //! step; [`write()`] replays them on a map from the log's records to the transcript's
 //! messages and blocks ([`Transcript::records`]'s owner map), so every edit lands on
 //! the block it was made on. Regions always start and end at message boundaries (legal

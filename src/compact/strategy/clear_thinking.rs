@@ -129,6 +129,7 @@ impl ClearThinking {
 /// [`ClearThinking`] clears them: what a rewrite uses to strip thinking it would
 /// otherwise leave invalid. `None` when `positions` is empty or names anything else
 /// (the log is then unchanged). **O(p)** plus the tracker's in-place edit.
+#[cfg(feature = "formats")]
 pub(crate) fn clear_at(log: &mut Log, positions: &[usize]) -> Option<StepReport> {
     let mut report = StepReport::new(Kind::ClearThinking, log);
     let mut rewrites = Vec::with_capacity(positions.len());
