@@ -345,7 +345,7 @@ def compact(
             compacted."); the ledger always follows it.
         direction: ``"back"`` or ``"forward"``, overriding the default above.
 
-    Options of the other strategies (every one takes the first five):
+    Options of the other strategies (every one takes the first five, and ``keep_thinking_valid``):
         budget: the tokens the log should fit in; the strategy stops once it does
             (without one, it does all it may). Required by ``"pipeline"``.
         context_window, max_output: instead of ``budget``, the model's window and
@@ -364,6 +364,12 @@ def compact(
             ``"aggressive"``.
         summary: (pipeline) the prose of the summarize stages' summaries (their
             ledger is kept either way).
+        keep_thinking_valid: ``True`` to keep every thinking block and reasoning
+            item of a provider transcript valid for preserved thinking's prefix
+            binding: those the rewrite invalidates are stripped, and a rewrite that
+            would change the prefix of the current turn's or the latest assistant
+            message's thinking raises ``CutpointError`` (the CLI's
+            ``--keep-thinking-valid``, exit 3). Default ``False``.
 
     ``token_counter`` counts the input's content blocks; the text a strategy writes
     (placeholders, ledgers, summaries) is counted by it where cutpoint knows the text

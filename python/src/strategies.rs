@@ -23,12 +23,13 @@ pub(crate) use cutpoint::compact::pipeline::Choice;
 /// The options `choice` takes, as the TypeError for an unknown one lists them.
 /// **O(1)**.
 fn options_of(choice: Choice) -> &'static [&'static str] {
-    const FLOORS: [&str; 5] = [
+    const FLOORS: [&str; 6] = [
         "budget",
         "keep_head",
         "keep_turns",
         "context_window",
         "max_output",
+        "keep_thinking_valid",
     ];
     match choice {
         Choice::One(Kind::Clear) => &[
@@ -37,6 +38,7 @@ fn options_of(choice: Choice) -> &'static [&'static str] {
             FLOORS[2],
             FLOORS[3],
             FLOORS[4],
+            FLOORS[5],
             "keep_tool_uses",
             "clear_at_least",
             "exclude_tools",
@@ -48,6 +50,7 @@ fn options_of(choice: Choice) -> &'static [&'static str] {
             FLOORS[2],
             FLOORS[3],
             FLOORS[4],
+            FLOORS[5],
             "preset",
             "keep_tool_uses",
             "clear_at_least",
@@ -74,6 +77,7 @@ pub(crate) struct Options {
     summary: Option<String>,
     context_window: Option<u64>,
     max_output: Option<u64>,
+    keep_thinking_valid: bool,
 }
 
 /// A non-negative integer option: a `TypeError` for a value that is not an int, a
@@ -153,6 +157,15 @@ impl Options {
                     });
                 }
                 "summary" => out.summary = Some(value.extract()?),
+                "keep_thinking_valid" => {
+                    if !value.is_instance_of::<PyBool>() {
+                        return Err(PyTypeError::new_err(format!(
+                            "keep_thinking_valid must be a bool, not {}",
+                            value.get_type().name()?
+                        )));
+                    }
+                    out.keep_thinking_valid = value.extract()?;
+                }
                 "preset" => {
                     let name: String = value.extract()?;
                     out.preset = Some(Preset::from_name(&name).ok_or_else(|| {
@@ -201,6 +214,7 @@ impl Options {
         s.clear_inputs.clone_from(&self.clear_inputs);
         s.keep_turns = self.keep_turns;
         s.preset = self.preset;
+        s.keep_thinking_valid = self.keep_thinking_valid;
         s
     }
 

@@ -248,3 +248,47 @@ def test_a_records_target_in_the_first_record_defers_as_in_the_cli(tmp_path: Pat
     with pytest.raises(cutpoint.DeferError) as e:
         cutpoint.compact_report(text, format="records", strategy="summarize", target=3)
     assert f"cutpoint: deferred: {e.value}" == done.stderr.strip()
+
+
+# `keep_thinking_valid=True` is the CLI's `--keep-thinking-valid`: the same bytes where
+# the CLI writes, and a CutpointError with the CLI's reason where it exits 3.
+THINKING = [
+    "claude-code__spotter__4d5611e5-main.jsonl",
+    "codex__localpush__rollout-12-41-04-parallel7.jsonl",
+]
+
+
+@pytest.mark.parametrize("name", THINKING)
+def test_keep_thinking_valid_is_the_clis(name: str) -> None:
+    path = TRANSCRIPTS / name
+    text = path.read_text()
+    stats = subprocess.run([str(cli()), "stats", "--json", str(path)], capture_output=True, text=True)
+    live = json.loads(stats.stdout)["tokens"]
+    outcomes = set()
+    for strategy, extra in [("digest", {}), ("clear", {}), ("pipeline", {"preset": "balanced"})]:
+        for percent in (60, 30):
+            budget = max(1, live * percent // 100)
+            args = [str(cli()), "compact", "--strategy", strategy, "--budget", str(budget), "--keep-thinking-valid"]
+            for k, v in extra.items():
+                args += [f"--{k.replace('_', '-')}", str(v)]
+            done = subprocess.run(args + [str(path)], capture_output=True)
+            case = f"{name} {strategy} at {percent}%"
+            try:
+                out = cutpoint.compact(text, strategy=strategy, budget=budget, keep_thinking_valid=True, **extra)
+            except cutpoint.CutpointError as e:
+                assert done.returncode == 3, f"{case}: Python raised, the CLI did not: {e}"
+                assert "cannot be stripped" in str(e) and "cannot be stripped" in done.stderr.decode(), case
+                outcomes.add("refused")
+                continue
+            assert done.returncode in (0, 3), f"{case}: {done.stderr!r}"
+            if done.returncode == 0:
+                assert out.encode() == done.stdout, f"{case}: different bytes"
+                outcomes.add("written")
+            else:
+                assert "cannot be stripped" not in done.stderr.decode(), f"{case}: the CLI refused, Python did not"
+    assert outcomes, name
+
+
+def test_keep_thinking_valid_takes_a_bool() -> None:
+    with pytest.raises(TypeError, match="keep_thinking_valid must be a bool"):
+        cutpoint.compact('{"kind":"user","tokens":10}\n', strategy="clear", budget=5, keep_thinking_valid=1)
