@@ -58,7 +58,11 @@ PREFIX = {"claude-code__": "claude-code", "codex__": "codex", "gemini-cli-sessio
 # it is, so a client's own limits on a fixture show apart from what a rewrite does.
 STRATEGIES = ["clear", "clear-thinking", "digest", "summarize", "slide", "truncate"]
 PRESETS = ["gentle", "balanced", "aggressive"]
-ROUTES = ["original", "target"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
+# `+keep-thinking-valid`: the same strategy with `--keep-thinking-valid` (the thinking the
+# rewrite invalidates stripped; exit 3 where that would take the current turn's).
+KEEP_THINKING = "+keep-thinking-valid"
+ROUTES = (["original", "target"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
+          + [f"summarize{KEEP_THINKING}", f"pipeline:balanced{KEEP_THINKING}"])
 # Sizes tried, as fractions of the file's tokens, first to last; the first that cutpoint can meet
 # (exit 0) and that changes the file is used. For --target it is the share compacted.
 BUDGETS = [0.4, 0.6, 0.8, 0.9]
@@ -228,10 +232,13 @@ def rewrite(bin_: Path, fmt: str, path: Path, route: str, total: int) -> tuple[b
         if route == "target":
             args, size = ["compact", "--format", fmt, "--target", str(n)], f"target {int(frac * 100)}%"
         else:
-            strat, _, preset = route.partition(":")
+            base, keep_thinking, _ = route.partition(KEEP_THINKING)
+            strat, _, preset = base.partition(":")
             args = ["compact", "--format", fmt, "--strategy", strat, "--budget", str(n)]
             if preset:
                 args += ["--preset", preset]
+            if keep_thinking:
+                args += ["--keep-thinking-valid"]
             size = f"budget {int(frac * 100)}%"
         p = cutpoint(bin_, args, path)
         if p.returncode == 0 and p.stdout != original:
