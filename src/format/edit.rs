@@ -233,11 +233,16 @@ fn keep_thinking_valid(
                     .any(|(b, _)| matches!(b, Block::Result { .. }))
         })
         .unwrap_or(0);
-    let latest = back
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant)
-        .unwrap_or(usize::MAX);
+    // Anthropic's rule on the latest assistant message (OpenAI has none: reasoning of
+    // a finished turn may go).
+    let latest = match t.format {
+        Format::AnthropicMessages | Format::ClaudeCode => back
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+            .unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
     if let Some(i) = invalid.iter().find(|i| i.message >= turn.min(latest)) {
         return Err(EditError::ThinkingBound {
             message: i.message,

@@ -30,7 +30,7 @@ use proptest::test_runner::Config;
 use crate::strategies_formats::{conversation, document};
 
 /// The pipelines every case runs: each strategy alone and each preset, at `budget`.
-fn pipelines(budget: u64) -> Vec<(String, Pipeline)> {
+pub(crate) fn pipelines(budget: u64) -> Vec<(String, Pipeline)> {
     let mut out: Vec<(String, Pipeline)> = [
         Strategy::Clear(Clear::default()),
         Strategy::ClearThinking(ClearThinking::default()),

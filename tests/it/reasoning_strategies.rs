@@ -142,7 +142,7 @@ fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
 #[test]
 fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
     use cutpoint::compact::pipeline::{Pipeline, Progress};
-    use cutpoint::compact::strategy::{Clear, Digest, LedgerOnly, Slide, Summarize, Truncate};
+    use cutpoint::compact::strategy::LedgerOnly;
     use cutpoint::format::edit::{EditError, run};
     let mut rows: BTreeMap<String, [usize; 5]> = BTreeMap::new();
     for case in logs() {
@@ -150,20 +150,7 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
         let live = t.live_tokens();
         for percent in [60u64, 30] {
             let budget = (live * percent / 100).max(1);
-            let mut pipelines: Vec<(String, Pipeline)> = [
-                Strategy::Clear(Clear::default()),
-                Strategy::ClearThinking(ClearThinking::default()),
-                Strategy::Digest(Digest::default()),
-                Strategy::Summarize(Summarize::default()),
-                Strategy::Slide(Slide::default()),
-                Strategy::Truncate(Truncate::default()),
-            ]
-            .into_iter()
-            .map(|s| (s.kind().name().to_owned(), Pipeline::one(s, Some(budget))))
-            .collect();
-            for preset in Preset::ALL {
-                pipelines.push((format!("pipeline:{preset}"), preset.pipeline(budget)));
-            }
+            let pipelines = crate::one_path::pipelines(budget);
             for (name, pipeline) in pipelines {
                 let label = format!("{} {name} at {percent}%", case.name);
                 let go = |p: &Pipeline| {
@@ -212,26 +199,22 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
                         }
                     }
                     Err(EditError::ThinkingBound { message, .. }) => {
-                        let back = plain_back;
-                        let turn = back
-                            .messages
-                            .iter()
-                            .rposition(|m| {
-                                m.role == format::Role::User
-                                    && !m
-                                        .blocks
-                                        .iter()
-                                        .any(|(b, _)| matches!(b, Block::Result { .. }))
-                            })
-                            .unwrap_or(0);
-                        let latest = back
-                            .messages
-                            .iter()
-                            .rposition(|m| m.role == format::Role::Assistant)
-                            .unwrap();
+                        // After it (in the plain output) no user text and no assistant
+                        // message but its own: it is in the current turn, or it is the
+                        // latest assistant message.
+                        let later = &plain_back.messages[message + 1..];
+                        let in_turn = !later.iter().any(|m| {
+                            m.role == format::Role::User
+                                && m.blocks
+                                    .iter()
+                                    .all(|(b, _)| !matches!(b, Block::Result { .. }))
+                        });
+                        let latest = case.format == Format::ClaudeCode
+                            && plain_back.messages[message].role == format::Role::Assistant
+                            && !later.iter().any(|m| m.role == format::Role::Assistant);
                         assert!(
-                            message >= turn.min(latest),
-                            "{label}: names message {message}, before the current turn ({turn}) and the latest assistant message ({latest})"
+                            in_turn || latest,
+                            "{label}: message {message} is neither in the current turn nor the latest assistant message"
                         );
                         row[3] += 1;
                     }
