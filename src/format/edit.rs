@@ -149,9 +149,13 @@ pub fn run(
     let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
     let mut rounds = 1;
     let mut last_after = u64::MAX;
+    let reread = |text: &str| {
+        super::read(text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))
+    };
+    // The output as read back; at the loop's end, of `text` as it is returned.
+    let mut back;
     loop {
-        let back =
-            super::read(&text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
+        back = reread(&text)?;
         report.tokens_after = back.live_tokens();
         let changed = report.ran().any(|r| !r.edits.is_empty());
         let over = report.budget.is_some_and(|b| report.tokens_after > b);
@@ -179,12 +183,10 @@ pub fn run(
         }
         text = out;
     }
-    if pipeline.keep_thinking_valid && rounds > 0 {
-        if let Some((out, step)) = keep_thinking_valid(t, &text, counter)? {
+    if pipeline.keep_thinking_valid {
+        if let Some((out, step)) = keep_thinking_valid(t, &back, &text)? {
             text = out;
-            report.tokens_after = super::read(&text, t.format, counter)
-                .map_err(|e| EditError::Reread(e.to_string()))?
-                .live_tokens();
+            report.tokens_after = reread(&text)?.live_tokens();
             report.steps.push(Step::Ran(step));
         }
     }
@@ -200,19 +202,17 @@ pub fn run(
 /// them come after the first message the rewrite changed, so what is left is valid),
 /// through the one writer, as a `clear-thinking` step. `None` when nothing is
 /// invalid. Items whose server `id` is refused are not handled here (the rule
-/// reports them). **O(len)** of the output, twice.
+/// reports them). `back` is `text` as read back. **O(len)** of the output.
 ///
 /// # Errors
 /// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
-/// message's thinking is among them; a re-read or write error of the output.
+/// message's thinking is among them; a write error of the output.
 fn keep_thinking_valid(
     t: &Transcript,
+    back: &Transcript,
     text: &str,
-    counter: &dyn TokenCounter,
 ) -> Result<Option<(String, StepReport)>, EditError> {
-    let back =
-        super::read(text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
-    let invalid: Vec<_> = super::invalidated_thinking(t, &back)
+    let invalid: Vec<_> = super::invalidated_thinking(t, back)
         .into_iter()
         .filter(|i| !i.server_id)
         .collect();
@@ -252,7 +252,7 @@ fn keep_thinking_valid(
     }
     let blocks: std::collections::HashSet<(usize, usize)> =
         invalid.iter().map(|i| (i.message, i.block)).collect();
-    let built = log_of(&back)?;
+    let built = log_of(back)?;
     let positions: Vec<usize> = (0..built.log.len())
         .filter(|&k| blocks.contains(&(built.owner[k], built.block[k])))
         .collect();
@@ -264,7 +264,7 @@ fn keep_thinking_valid(
             invalid.len()
         )));
     };
-    let out = write(&back, text, &built, &[&step], &log)?;
+    let out = write(back, text, &built, &[&step], &log)?;
     Ok(Some((out, step)))
 }
 
