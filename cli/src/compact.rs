@@ -143,6 +143,6 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
     };
     eprintln!("cutpoint: {}", done.done);
     // A closed stdout (`| head`) is not worth a panic.
-    let _ = io::stdout().lock().write_all(done.text.as_bytes());
+    let _ = io::stdout().lock().write_all(done.summary.text.as_bytes());
     ExitCode::SUCCESS
 }

@@ -530,7 +530,7 @@ fn summarize(
             Some(&count),
         );
         counter.take_error()?;
-        let done = match done {
+        let done = match done.map(|d| d.summary) {
             Ok(done) if done.head == done.cut => return Ok(Step::Nothing),
             Ok(done) => done,
             Err(SummarizeError::Rewrite(

@@ -16,6 +16,7 @@
 //! what a log would refuse). The jobs that edit or cut judge an unjudged read first
 //! ([`Log::from_entries`]).
 
+use crate::format::rewrite::Rewritten;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -30,8 +31,7 @@ use super::{
 use crate::compact::pipeline::{Pipeline, Progress};
 use crate::compact::strategy::Summarizer;
 use crate::compact::{
-    self, ApplyError, Direction, Entry, Log, Orphan, PlanError, Unit, Window,
-    estimate_summary_tokens,
+    self, ApplyError, Direction, Entry, Log, PlanError, Unit, Window, estimate_summary_tokens,
 };
 use crate::{AppendError, CallId};
 
@@ -112,20 +112,12 @@ pub type SummaryCount<'c> = &'c dyn Fn(&[Unit]) -> u64;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Summarized {
-    /// The log after it, in its own format (the input when nothing was compacted).
-    pub text: String,
     /// One line saying what was done, as `cutpoint compact` prints it.
     pub done: String,
-    /// The first summarized record or message (the end of the pinned head).
-    pub head: usize,
-    /// The first retained one; equal to `head` when nothing was compacted.
-    pub cut: usize,
-    /// Tokens of the summarized region.
-    pub tokens: u64,
-    /// The summarized tool pairs, as the summary's ledger lists them.
-    pub ledger: Vec<Unit>,
-    /// The results without their call the summary lists (the other formats).
-    pub orphans: Vec<Orphan>,
+    /// The log after it and what was summarized (for records JSONL too: its
+    /// positions are records, and no orphans are listed); `head == cut` when nothing
+    /// was compacted, the text then the input.
+    pub summary: Rewritten,
 }
 
 /// One violation [`Loaded::check`] found.
@@ -392,13 +384,15 @@ impl<'a> Loaded<'a> {
         let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
             let head = transcript.live_from().saturating_add(keep_head);
             return Ok(Summarized {
-                text: input.to_owned(),
                 done: "nothing to compact past the pinned head".to_owned(),
-                head,
-                cut: head,
-                tokens: 0,
-                ledger: Vec::new(),
-                orphans: Vec::new(),
+                summary: Rewritten {
+                    text: input.to_owned(),
+                    head,
+                    cut: head,
+                    tokens: 0,
+                    ledger: Vec::new(),
+                    orphans: Vec::new(),
+                },
             });
         };
         let orphans = match done.orphans.len() {
@@ -413,12 +407,7 @@ impl<'a> Loaded<'a> {
                 done.tokens,
                 done.ledger.len()
             ),
-            text: done.text,
-            head: done.head,
-            cut: done.cut,
-            tokens: done.tokens,
-            ledger: done.ledger,
-            orphans: done.orphans,
+            summary: done,
         })
     }
 
@@ -605,13 +594,15 @@ fn summarize_records(
     let done = plan.to_string();
     log.apply(&plan, summary.map(str::to_owned), tokens)?;
     Ok(Summarized {
-        text: write_records(&log),
         done,
-        head: plan.region.start,
-        cut: plan.region.end,
-        tokens: plan.region_tokens,
-        ledger,
-        orphans: Vec::new(),
+        summary: Rewritten {
+            text: write_records(&log),
+            head: plan.region.start,
+            cut: plan.region.end,
+            tokens: plan.region_tokens,
+            ledger,
+            orphans: Vec::new(),
+        },
     })
 }
 

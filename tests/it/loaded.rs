@@ -130,12 +130,13 @@ proptest! {
             Ok(plan) if !plan.region.is_empty() => {
                 let tokens = estimate_summary_tokens(None, &by_hand.units(&plan));
                 by_hand.apply(&plan, None, tokens).unwrap();
-                let done = summarized.unwrap();
+                let summarized = summarized.unwrap();
+                let done = &summarized.summary;
                 prop_assert_eq!(&done.text, &written(&by_hand));
                 prop_assert_eq!((done.head, done.cut), (plan.region.start, plan.region.end));
-                prop_assert_eq!(done.done, plan.to_string());
+                prop_assert_eq!(&summarized.done, &plan.to_string());
                 let again = unjudged.summarize(&window, 0, None, None).unwrap();
-                prop_assert_eq!(again.text, done.text);
+                prop_assert_eq!(&again.summary.text, &done.text);
             }
             Ok(_) => {}
             Err(_) => prop_assert!(summarized.is_err()),
