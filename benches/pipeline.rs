@@ -131,10 +131,7 @@ fn resumming(mut log: Vec<Entry>, budget: u64) -> Vec<Entry> {
             .collect();
         let tokens = estimate_summary_tokens(None, &units);
         let ids = units.iter().map(|u| u.call_id.clone());
-        let summary = Entry::new(
-            Record::summary(ids, tokens),
-            Payload::Summary { text: None, units },
-        );
+        let summary = Entry::new(Record::summary(ids, tokens), Payload::summary(None, units));
         log.splice(i..j, [summary]);
         i += 1;
     }

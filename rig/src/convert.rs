@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 
 use cutpoint::compact::pipeline::PipelineReport;
 use cutpoint::compact::replay::InPlace;
-use cutpoint::compact::{Entry, Log, Payload, ResultStatus, summary_text};
+use cutpoint::compact::{Entry, Log, Payload, ResultStatus, SummaryParts, summary_text};
 use cutpoint::{AppendError, Record};
 use rig_core::completion::Message;
 use rig_core::message::{
@@ -398,7 +398,19 @@ impl Building {
 /// A summary record as a message: user text holding [`summary_text`].
 fn summary_message(payload: &Payload) -> Message {
     let text = match payload {
-        Payload::Summary { text, units } => summary_text(text.as_deref().unwrap_or(""), units),
+        Payload::Summary {
+            text,
+            units,
+            orphans,
+        } => {
+            let prose = text.as_deref().unwrap_or("");
+            if orphans.is_empty() {
+                summary_text(prose, units)
+            } else {
+                // The results its region held without their call, listed too.
+                SummaryParts::new(prose.to_owned(), units.clone(), orphans.clone()).text()
+            }
+        }
         _ => String::new(),
     };
     Message::User {

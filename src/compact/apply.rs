@@ -1,8 +1,8 @@
 //! Applying a plan: the region becomes one summary record, in the entries and in the
 //! tracker, in place.
 
-use super::summary::pair_unit;
-use super::{Atom, Entry, Log, Payload, Plan, Unit, structure};
+use super::summary::{first_line, pair_unit};
+use super::{Atom, Entry, Log, Orphan, Payload, Plan, Unit, structure};
 use crate::core::index::splice_many;
 use crate::{Record, ReplaceError, Replacement};
 
@@ -124,6 +124,47 @@ impl Log {
         units
     }
 
+    /// What a summary of `plan`'s region says besides its units: the prose of the
+    /// earlier summaries in the region, in log order, then `prose` (once: not again
+    /// when the earlier prose ends with it), and the region's orphan results (the
+    /// earlier summaries' orphans where they stood, then each result without its
+    /// call). The one fold of an earlier summary's prose and orphans, so that a later
+    /// compaction carries them forward verbatim. **O(r)** plus the texts.
+    pub fn folded(&self, plan: &Plan, prose: Option<String>) -> (Option<String>, Vec<Orphan>) {
+        let mut texts: Vec<&str> = Vec::new();
+        let mut orphans = Vec::new();
+        for atom in &plan.atoms {
+            match atom {
+                Atom::Summary { at, .. } => {
+                    if let Some(Payload::Summary {
+                        text, orphans: o, ..
+                    }) = self.entries.get(*at).map(|e| &e.payload)
+                    {
+                        texts.extend(text.as_deref().filter(|t| !t.trim().is_empty()));
+                        orphans.extend(o.iter().cloned());
+                    }
+                }
+                Atom::DroppedResult { at, call_id } => orphans.push(Orphan {
+                    call_id: call_id.clone(),
+                    first_line: match self.entries.get(*at).map(|e| &e.payload) {
+                        Some(Payload::Result { content, .. }) => content.as_deref().map(first_line),
+                        _ => None,
+                    },
+                }),
+                Atom::Text { .. } | Atom::Pair { .. } => {}
+            }
+        }
+        let earlier = texts.join("\n\n");
+        let text = match prose {
+            _ if earlier.is_empty() => prose,
+            Some(p) if !p.is_empty() && !earlier.ends_with(p.as_str()) => {
+                Some(format!("{earlier}\n\n{p}"))
+            }
+            _ => Some(earlier),
+        };
+        (text, orphans)
+    }
+
     /// Replaces `plan`'s region by one summary record holding `text` and the units of
     /// every pair in the region, counted as `summary_tokens` tokens (the caller knows
     /// its tokenizer). **O(r + min(start, len - end))** amortized for a region of `r`
@@ -211,6 +252,7 @@ impl Log {
             let (replacement, item, applied) = match outcome {
                 Outcome::Summary { text, tokens } => {
                     let units = self.units(plan);
+                    let (text, orphans) = self.folded(plan, text);
                     let record = Record::summary(units.iter().map(|u| u.call_id.clone()), tokens);
                     let applied = Applied {
                         summary_at: Some(start - gone_before),
@@ -218,7 +260,14 @@ impl Log {
                         removed_tokens,
                         covered_calls: units.len(),
                     };
-                    let entry = Entry::new(record, Payload::Summary { text, units });
+                    let entry = Entry::new(
+                        record,
+                        Payload::Summary {
+                            text,
+                            units,
+                            orphans,
+                        },
+                    );
                     (
                         Replacement::summary(start, end, tokens),
                         Some(entry),

@@ -151,10 +151,15 @@ pub enum Payload {
     },
     /// A summary's text and the pairs it covers, one unit each, in log order.
     Summary {
-        /// Prose from the summarizer, if any.
+        /// Prose from the summarizer, if any (with the prose of the earlier summaries
+        /// it folded, ahead of it).
         text: Option<String>,
         /// The covered pairs.
         units: Vec<Unit>,
+        /// The results its region held without their call ([`Orphan`]s), in log
+        /// order, earlier summaries' included: listed, so that none is dropped without
+        /// a word. Not calls: the record does not cover them.
+        orphans: Vec<Orphan>,
     },
     /// Thinking or reasoning (an `assistant` record): an Anthropic `thinking` /
     /// `redacted_thinking` block, a Responses `reasoning` item, a Gemini thought part.
@@ -173,6 +178,18 @@ pub enum Payload {
     /// never summarized, removed, cleared or edited. [`Entry::compaction`] is the one
     /// place that tells a compaction record.
     Compaction(NativeCompaction),
+}
+
+impl Payload {
+    /// A summary's payload with no orphans: `text` and the `units` it covers.
+    /// **O(1)**.
+    pub fn summary(text: Option<String>, units: Vec<Unit>) -> Payload {
+        Payload::Summary {
+            text,
+            units,
+            orphans: Vec::new(),
+        }
+    }
 }
 
 /// A record with its payload: the unit the compaction layer stores.

@@ -165,6 +165,7 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                     let payload = payloads.then(|| Payload::Summary {
                         text: Some(parts.prose.clone()),
                         units,
+                        orphans: parts.orphans.clone(),
                     });
                     (record, payload)
                 }

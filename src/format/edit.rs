@@ -29,11 +29,12 @@ use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
-use crate::AppendError;
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{CLEARED_RESULT_TEXT, StepReport, Summarizer};
 use crate::compact::{Entry, Log, Payload, SummaryParts};
+use crate::compact::{Orphan, Unit};
+use crate::{AppendError, CallId};
 
 /// A transcript's live history as a compaction [`Log`], with where each record came
 /// from.
@@ -54,6 +55,14 @@ pub struct TranscriptLog {
     /// `id#N` -> `id`, for the calls whose reused id the log renamed: a ledger names a
     /// call as the transcript spells it.
     pub renamed: std::collections::HashMap<crate::CallId, crate::CallId>,
+}
+
+impl TranscriptLog {
+    /// The id call `id` of the log has in the transcript (a renamed reused id's
+    /// original). **O(1)**.
+    pub fn original(&self, id: &CallId) -> CallId {
+        self.renamed.get(id).unwrap_or(id).clone()
+    }
 }
 
 /// A pipeline run on a transcript, written back in the transcript's format.
@@ -501,7 +510,11 @@ pub fn write(
                 let first = std::mem::replace(&mut first_of_summary[k], false);
                 match (first, replay.summary_at[k]) {
                     (true, Some(at)) => {
-                        MessagePlan::Summary(summary_of(after.entries().get(at), &built.renamed)?)
+                        let (parts, tokens) = summary_of(after.entries().get(at), &built.renamed)?;
+                        // Always with the ledger heading (`none` when no call was
+                        // summarized): a summary of text alone is never an empty
+                        // message, and a later compaction reads it back as a summary.
+                        MessagePlan::Summary((parts.text(), tokens))
                     }
                     _ => MessagePlan::Drop,
                 }
@@ -515,26 +528,38 @@ pub fn write(
     }
 }
 
-/// The text and tokens of the summary entry `entry`, its units named as the
-/// transcript spells their calls (a renamed reused id by its original).
-fn summary_of(
+/// The parts and tokens of the summary entry `entry`, its units and orphans named as
+/// the transcript spells their calls (a renamed reused id by its original).
+pub(crate) fn summary_of(
     entry: Option<&Entry>,
-    renamed: &std::collections::HashMap<crate::CallId, crate::CallId>,
-) -> Result<(String, u64), EditError> {
+    renamed: &HashMap<CallId, CallId>,
+) -> Result<(SummaryParts, u64), EditError> {
+    let original = |id: &CallId| renamed.get(id).unwrap_or(id).clone();
     match entry.map(|e| (&e.payload, e.record.tokens())) {
-        Some((Payload::Summary { text, units }, tokens)) => {
-            let units: Vec<crate::compact::Unit> = units
+        Some((
+            Payload::Summary {
+                text,
+                units,
+                orphans,
+            },
+            tokens,
+        )) => {
+            let units = units
                 .iter()
-                .map(|u| crate::compact::Unit {
-                    call_id: renamed.get(&u.call_id).unwrap_or(&u.call_id).clone(),
+                .map(|u| Unit {
+                    call_id: original(&u.call_id),
                     ..u.clone()
                 })
                 .collect();
-            // Always with the ledger heading (`none` when no call was summarized): a
-            // summary of text alone is never an empty message, and a later
-            // compaction reads it back as a summary.
+            let orphans = orphans
+                .iter()
+                .map(|o| Orphan {
+                    call_id: original(&o.call_id),
+                    ..o.clone()
+                })
+                .collect();
             let prose = text.clone().unwrap_or_default();
-            Ok((SummaryParts::new(prose, units, Vec::new()).text(), tokens))
+            Ok((SummaryParts::new(prose, units, orphans), tokens))
         }
         _ => Err(EditError::Mismatch(
             "a summarized region has no summary record in the log".to_owned(),
@@ -575,9 +600,9 @@ fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<
         // None: unchanged; Some(None): dropped; Some(Some(text)): rewritten.
         new.push(match plan {
             MessagePlan::Drop => Some(None),
-            MessagePlan::Summary((summary, tokens)) => {
-                Some(Some(rewrite::summary_message(t.format, summary, *tokens)))
-            }
+            MessagePlan::Summary((summary, tokens)) => Some(Some(
+                rewrite::summary_record(t.format, summary, *tokens, text).to_string(),
+            )),
             MessagePlan::Keep(edits) if edits.is_empty() => None,
             MessagePlan::Keep(edits) => Some(
                 edit_message(t.format, message, text, edits)
@@ -932,7 +957,8 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     // Byte ranges of the runs that were summarized or dropped: lines inside go.
     let mut gone: Vec<Range<usize>> = Vec::new();
     let mut run: Option<Range<usize>> = None;
-    for (message, plan) in t.messages.iter().zip(plans) {
+    let claude = t.format == Format::ClaudeCode;
+    for (m, (message, plan)) in t.messages.iter().zip(plans).enumerate() {
         let (Some(first), Some(last)) = (message.spans.first(), message.spans.last()) else {
             continue;
         };
@@ -941,13 +967,18 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
         } else {
             run = Some(match run {
                 Some(r) => r.start..last.end.max(r.end),
+                // Claude Code: a summary that opens the live history folds the
+                // summary Claude Code wrote there; its `compact_boundary` gives way
+                // to the one written below (one boundary per summary).
+                None if claude && m == t.live_from() && matches!(plan, MessagePlan::Summary(_)) => {
+                    rewrite::boundary_before(input, first.start)..last.end
+                }
                 None => first.start..last.end,
             });
         }
     }
     gone.extend(run);
     let inside = |at: usize| gone.iter().any(|g| g.contains(&at));
-    let claude = t.format == Format::ClaudeCode;
     let mut relink: HashMap<String, Option<String>> = HashMap::new();
     let mut last_uuid: Option<String> = None;
     let mut out = String::with_capacity(input.len());
@@ -1116,16 +1147,11 @@ fn summary_line(
     uuid: Option<&str>,
     compaction: bool,
 ) -> Result<String, String> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(&rewrite::summary_message(format, text, tokens))
-            .map_err(|e| format!("summary: {e}"))?;
+    let mut value = rewrite::summary_record(format, text, tokens, first);
     if let serde_json::Value::Object(map) = &mut value {
         if format == Format::ClaudeCode && !compaction {
             map.remove("isCompactSummary");
             map.remove("isVisibleInTranscriptOnly");
-        }
-        for (k, v) in rewrite::context(format, first) {
-            map.entry(k).or_insert(v);
         }
         if let Some(uuid) = uuid {
             map.insert("uuid".to_owned(), uuid.into());

@@ -1,38 +1,31 @@
-//! Writing a compacted transcript back in its own format: the pinned head verbatim,
-//! one summary message in the provider's shape, then the retained messages exactly as
-//! they were (byte for byte, except the `parentUuid` links Claude Code resumes by).
+//! Compacting a transcript at a cut: the pinned head verbatim, one summary message in
+//! the provider's shape, then the retained messages exactly as they were (byte for
+//! byte, except the `parentUuid` links Claude Code resumes by). The provider shapes
+//! of a summary message ([`summary_message`]) and of a Claude Code compaction
+//! boundary live here too.
 //!
-//! Both entry points plan on the compaction layer's [`Log`] over the live history's
-//! entries (records with their payloads), so a rewrite summarizes exactly what a
-//! records JSONL compaction would: every pair as a [`Unit`], an earlier summary inside
-//! the region folded in unit by unit ([`Log::units`]: cutpoint's own summaries, read
-//! back from their text, and Claude Code's `isCompactSummary`, whose prose is kept),
-//! results without their call listed as [`Orphan`]s. A Codex `compacted` message is
-//! pinned: never summarized. The summary's text is written by the one renderer,
-//! [`SummaryParts::text`].
-//!
-//! A Claude Code rewrite mirrors Claude Code's own compaction: a `system` record with
-//! subtype `compact_boundary`, then the `isCompactSummary` user record, both with
-//! `uuid`s; the summary's `parentUuid` is the boundary, the boundary's is the last
-//! record of the pinned head (`null` when nothing is pinned, as Claude Code writes
-//! it), and every retained record whose `parentUuid` named a dropped record names
-//! the summary instead, so following `parentUuid` from the last record runs through
-//! the summary to the head.
+//! A rewrite is a compaction on the one path: the live history's [`Log`](crate::compact::Log)
+//! ([`edit::log_of`], the one Transcript -> Log builder), [`Log::plan`](crate::compact::Log::plan) for the
+//! region, [`Log::apply`](crate::compact::Log::apply) for the summary (earlier summaries in the region folded in:
+//! their prose, units and orphans, carried as data), and [`edit::write`], the one
+//! writer, which writes the strategies' edits too. So `--target` and `--strategy
+//! summarize` write the same summary for the same region. A Codex `compacted`
+//! message, or a message holding a provider's compaction block, is pinned: never
+//! summarized; Claude Code's own `isCompactSummary` is folded (its prose kept ahead
+//! of the new prose), and its `compact_boundary` gives way to the new one.
 
-use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::ops::Range;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::json_doc::{JsonStr, lines, offset_in, opt_str};
-use super::{ByteEstimate, DeferReport, Format, Role, TokenCounter, Transcript, build};
-use crate::compact::{
-    Atom, Direction, Entry, Log, Orphan, Payload, Plan, PlanError, SummaryParts, Unit, Window,
-};
-use crate::{AppendError, CallId, Record};
+use super::edit::{self, EditError, TranscriptLog};
+use super::json_doc::{JsonStr, lines, opt_str};
+use super::{DeferReport, Format, Role, Transcript};
+use crate::AppendError;
+use crate::compact::strategy::{Edit, Kind, StepReport};
+use crate::compact::{Direction, Orphan, Plan, PlanError, Unit, Window, estimate_summary_tokens};
 
 /// Which message boundary a rewrite was asked to place.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -87,6 +80,14 @@ pub enum RewriteError {
         /// The first message whose span does not fit.
         message: usize,
     },
+    /// Records JSONL is compacted on its own log
+    /// ([`Loaded::summarize`](super::loaded::Loaded::summarize)), not as a transcript.
+    #[error("{0} is compacted on its log, not rewritten as a transcript")]
+    Unsupported(Format),
+    /// The one writer refused the compaction (a bug: please report it with the
+    /// input).
+    #[error(transparent)]
+    Write(Box<EditError>),
     /// The cut lies before the end of the pinned head, or past the last message.
     #[error("cut {cut} is outside {head}..={len} (pinned head .. message count)")]
     OutOfRange {
@@ -99,104 +100,13 @@ pub enum RewriteError {
     },
 }
 
-/// The live history of a transcript as a compaction [`Log`], with the message of each
-/// record and the original id of each renamed call.
-struct Planner<'t> {
-    t: &'t Transcript,
-    log: Log,
-    owner: Vec<usize>,
-    renamed: HashMap<CallId, CallId>,
-}
-
-impl<'t> Planner<'t> {
-    /// **O(len)** of the live history's payloads.
-    fn new(t: &'t Transcript) -> Result<Self, RewriteError> {
-        let built = build::entries(t, t.live_from());
-        Ok(Planner {
-            t,
-            log: Log::from_entries(built.entries)?,
-            owner: built.owner,
-            renamed: built.renamed,
-        })
-    }
-
-    /// The first record of message `m` (the record count for the end). **O(log n)**.
-    fn record_of(&self, m: usize) -> usize {
-        self.owner.partition_point(|&o| o < m)
-    }
-
-    /// The id a call had in the transcript.
-    fn original(&self, id: &CallId) -> CallId {
-        self.renamed.get(id).unwrap_or(id).clone()
-    }
-
-    /// What a summary of `plan`'s region says: the prose of the earlier summaries in
-    /// it, then `prose` (once), the units of every pair and of every earlier summary
-    /// (their own ids, as the transcript spells them), and the results without their
-    /// call. **O(r)** plus the payloads.
-    fn parts(&self, plan: &Plan, prose: &str) -> SummaryParts {
-        let entries = self.log.entries();
-        let mut texts: Vec<String> = Vec::new();
-        let mut orphans: Vec<Orphan> = Vec::new();
-        for atom in &plan.atoms {
-            match atom {
-                Atom::Summary { at, .. } => {
-                    if let Some(Payload::Summary {
-                        text: Some(text), ..
-                    }) = entries.get(*at).map(|e| &e.payload)
-                    {
-                        if !text.trim().is_empty() {
-                            texts.push(text.clone());
-                        }
-                    }
-                    // The earlier summary's own orphans stay listed.
-                    if let Some(super::Block::Summary(parts)) = self.block_at(*at) {
-                        orphans.extend(parts.orphans.iter().cloned());
-                    }
-                }
-                Atom::DroppedResult { at, call_id } => {
-                    let first_line = match entries.get(*at).map(|e| &e.payload) {
-                        Some(Payload::Result { content, .. }) => content.clone(),
-                        _ => None,
-                    };
-                    orphans.push(Orphan {
-                        call_id: self.original(call_id),
-                        first_line,
-                    });
-                }
-                Atom::Text { .. } | Atom::Pair { .. } => {}
-            }
+impl From<EditError> for RewriteError {
+    fn from(e: EditError) -> Self {
+        match e {
+            EditError::Tracker(e) => RewriteError::Tracker(e),
+            EditError::Unsupported(format) => RewriteError::Unsupported(format),
+            other => RewriteError::Write(Box::new(other)),
         }
-        let earlier = texts.join("\n\n");
-        let prose = if prose.is_empty() || earlier.ends_with(prose) {
-            earlier
-        } else if earlier.is_empty() {
-            prose.to_owned()
-        } else {
-            format!("{earlier}\n\n{prose}")
-        };
-        let units = self
-            .log
-            .units(plan)
-            .into_iter()
-            .map(|u| Unit {
-                call_id: self.original(&u.call_id),
-                ..u
-            })
-            .collect();
-        SummaryParts::new(prose, units, orphans)
-    }
-
-    /// The block record `at` stands for.
-    fn block_at(&self, at: usize) -> Option<&'t super::Block> {
-        let m = *self.owner.get(at)?;
-        let first = self.record_of(m);
-        self.t
-            .messages
-            .get(m)?
-            .blocks
-            .get(at - first)
-            .map(|(b, _)| b)
     }
 }
 
@@ -211,25 +121,29 @@ fn pin_compacted(t: &Transcript, head: usize) -> usize {
     }
 }
 
-/// The summary units of messages `range` (both ends legal cuts of the live history),
-/// in log order: each pair with its tool name and arguments verbatim and the first
-/// line of its result, and the units of every earlier summary in the range, folded
-/// in place. A call id that comes back (OpenAI Chat) keeps its own id. **O(len)**.
-///
-/// # Errors
-/// [`RewriteError::NotLegal`] when an end is not a legal cut of the live history;
-/// [`RewriteError::Tracker`] when the tracker refuses the records.
-pub fn ledger(t: &Transcript, range: Range<usize>) -> Result<Vec<Unit>, RewriteError> {
-    let planner = Planner::new(t)?;
-    let plan = plan_between(&planner, range.start, range.end)?;
-    Ok(planner.parts(&plan, "").units)
+/// The live history's log, for a rewrite: records JSONL is compacted on its own log
+/// ([`Loaded::summarize`](super::loaded::Loaded::summarize)), not as a transcript.
+fn log_of(t: &Transcript) -> Result<TranscriptLog, RewriteError> {
+    if t.format == Format::Records {
+        return Err(RewriteError::Unsupported(t.format));
+    }
+    Ok(edit::log_of(t)?)
+}
+
+/// The first record of message `m` (the record count for the end). **O(log n)**.
+fn record_of(built: &TranscriptLog, m: usize) -> usize {
+    built.owner.partition_point(|&o| o < m)
 }
 
 /// The plan of messages `head..cut`, both legal cuts of the live history.
-fn plan_between(p: &Planner<'_>, head: usize, cut: usize) -> Result<Plan, RewriteError> {
-    let t = p.t;
+fn plan_between(
+    t: &Transcript,
+    built: &TranscriptLog,
+    head: usize,
+    cut: usize,
+) -> Result<Plan, RewriteError> {
     let live = t.live_from();
-    let legal = |m: usize| m >= live && p.log.tracker().is_legal_cut(p.record_of(m));
+    let legal = |m: usize| m >= live && built.log.tracker().is_legal_cut(record_of(built, m));
     if head < cut {
         if !legal(head) {
             return Err(RewriteError::NotLegal {
@@ -244,13 +158,39 @@ fn plan_between(p: &Planner<'_>, head: usize, cut: usize) -> Result<Plan, Rewrit
             });
         }
     }
-    let (start, end) = (p.record_of(head.max(live)), p.record_of(cut.max(live)));
-    p.log
+    let (start, end) = (
+        record_of(built, head.max(live)),
+        record_of(built, cut.max(live)),
+    );
+    built
+        .log
         .plan_region(start..end, Default::default())
         .map_err(|_| RewriteError::NotLegal {
             at: cut,
             what: Boundary::Cut,
         })
+}
+
+/// The summary units of messages `range` (both ends legal cuts of the live history),
+/// in log order: each pair with its tool name and arguments verbatim and the first
+/// line of its result, and the units of every earlier summary in the range, folded
+/// in place. A call id that comes back (OpenAI Chat) keeps its own id. **O(len)**.
+///
+/// # Errors
+/// [`RewriteError::NotLegal`] when an end is not a legal cut of the live history;
+/// [`RewriteError::Tracker`] when the tracker refuses the records.
+pub fn ledger(t: &Transcript, range: Range<usize>) -> Result<Vec<Unit>, RewriteError> {
+    let built = log_of(t)?;
+    let plan = plan_between(t, &built, range.start, range.end)?;
+    Ok(built
+        .log
+        .units(&plan)
+        .into_iter()
+        .map(|u| Unit {
+            call_id: built.original(&u.call_id),
+            ..u
+        })
+        .collect())
 }
 
 /// The summary message as one JSON value (one line for JSONL formats), in the shape
@@ -287,6 +227,25 @@ fn summary_value(format: Format, text: &str, tokens: u64) -> Value {
         }),
         Format::GeminiCli => json!({"type": "user", "content": text}),
     }
+}
+
+/// The summary message written in place of `first`, the first message of its run:
+/// [`summary_message`]'s shape with `first`'s context fields ([`context`]) and, for
+/// Gemini CLI, an `id` of its own. **O(len)** of `first` and `text`.
+pub(crate) fn summary_record(format: Format, text: &str, tokens: u64, first: &str) -> Value {
+    let mut value = summary_value(format, text, tokens);
+    if let Value::Object(map) = &mut value {
+        for (k, v) in context(format, first) {
+            map.entry(k).or_insert(v);
+        }
+        if format == Format::GeminiCli {
+            map.insert(
+                "id".to_owned(),
+                Value::String(uuid(first, &[text, "gemini-cli"])),
+            );
+        }
+    }
+    value
 }
 
 /// The fields a line (or element) of `format` carries besides its message, copied
@@ -328,7 +287,8 @@ pub(crate) fn context(format: Format, neighbour: &str) -> Map<String, Value> {
 /// the ledger of `head..cut` (see the module doc), then messages `cut..`. `head` and
 /// `cut` are message indices of the live history; both must be legal cuts
 /// ([`legal_message_cuts`](Transcript::legal_message_cuts)), and `head <= cut`. A
-/// head at a Codex `compacted` message moves past it (it is pinned). For JSONL, lines
+/// head at a Codex `compacted` message moves past it (it is pinned). An empty region
+/// (`head == cut`) summarizes nothing: the input comes back as it is. For JSONL, lines
 /// that are not messages are kept up to the first summarized message and from the cut
 /// on, and dropped in between; for JSON documents, the text around the message array
 /// is kept. **O(len)**.
@@ -346,10 +306,9 @@ pub fn render(
     check_range(t, input, head, cut)?;
     let head = pin_compacted(t, head);
     let cut = cut.max(head);
-    let planner = Planner::new(t)?;
-    let plan = plan_between(&planner, head, cut)?;
-    let parts = planner.parts(&plan, summary);
-    Ok(write(t, input, head, cut, &parts, plan.region_tokens))
+    let built = log_of(t)?;
+    let plan = plan_between(t, &built, head, cut)?;
+    Ok(write(t, input, built, &plan, summary)?.text)
 }
 
 /// `head <= cut <= len`, and every span of `t` lies in `input`. **O(messages)**.
@@ -374,110 +333,61 @@ fn check_range(t: &Transcript, input: &str, head: usize, cut: usize) -> Result<(
     Ok(())
 }
 
-/// The rewrite itself, for a range [`check_range`] accepted and boundaries known to
-/// be legal; `region_tokens` are the summarized tokens. **O(len)**.
+/// `plan`'s region of `built` (the log of `t`) replaced by one summary with prose
+/// `summary` ([`Log::apply`](crate::compact::Log::apply): earlier summaries folded),
+/// written by the one writer. **O(len)**.
 fn write(
     t: &Transcript,
     input: &str,
-    head: usize,
-    cut: usize,
-    parts: &SummaryParts,
-    region_tokens: u64,
-) -> String {
-    let len = t.messages.len();
-    let text = parts.text();
-    let span = |m: usize| t.messages[m].spans.first().map_or(0..0, Clone::clone);
-    // The neighbour whose context the summary takes: the first summarized (or
-    // retained) message, or the last one.
-    let neighbour = t
-        .messages
-        .get(head)
-        .or(t.messages.last())
-        .and_then(|m| m.spans.first())
-        .map_or("", |s| &input[s.clone()]);
-    let summary = match t.format {
-        Format::Records => records_summary(parts, ByteEstimate.count(&text)),
-        _ => {
-            let mut value = summary_value(t.format, &text, ByteEstimate.count(&text));
-            if let Value::Object(map) = &mut value {
-                for (k, v) in context(t.format, neighbour) {
-                    map.entry(k).or_insert(v);
-                }
-                if t.format == Format::GeminiCli {
-                    let id = uuid(input, &[&text, "gemini-cli"]);
-                    map.insert("id".to_owned(), Value::String(id));
-                }
-            }
-            value.to_string()
-        }
-    };
-    let mut out = String::with_capacity(input.len());
-    match &t.array_span {
-        Some(array) => {
-            out.push_str(&input[..array.start]);
-            out.push('[');
-            let kept = (0..head).chain(std::iter::once(usize::MAX)).chain(cut..len);
-            for (k, m) in kept.enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                if m == usize::MAX {
-                    out.push_str(&summary);
-                } else {
-                    out.push_str(&input[span(m)]);
-                }
-            }
-            out.push(']');
-            out.push_str(&input[array.end..]);
-        }
-        None => {
-            // Everything before the first message after the head (the head, and the
-            // lines that are not messages up to there), except, for Claude Code, the
-            // compaction boundary of an earlier summary folded into this one: the new
-            // boundary takes its place.
-            let prefix_end = if head < len {
-                span(head).start
-            } else {
-                input.len()
-            };
-            let folds_summary = |m: &super::Message| {
-                matches!(m.blocks.first(), Some((super::Block::Summary(_), _)))
-            };
-            let prefix_end = match t.messages.get(head) {
-                Some(m) if t.format == Format::ClaudeCode && folds_summary(m) && head < cut => {
-                    boundary_before(input, prefix_end)
-                }
-                _ => prefix_end,
-            };
-            let retained = if cut < len {
-                span(cut).start
-            } else {
-                input.len()
-            };
-            out.push_str(&input[..prefix_end]);
-            if prefix_end > 0 && !input[..prefix_end].ends_with('\n') {
-                // A last line without its newline: end it before the summary.
-                out.push('\n');
-            }
-            if t.format == Format::ClaudeCode {
-                let chain = Chain::new(t, input, head, prefix_end..retained);
-                let preserved = first_and_last_uuid(&input[retained..]);
-                chain.write(&mut out, &summary, region_tokens, neighbour, preserved);
-                chain.retained(&mut out, &input[retained..]);
-                refresh_preserved_segment(&mut out);
-            } else {
-                out.push_str(&summary);
-                out.push('\n');
-                out.push_str(&input[retained..]);
-            }
-        }
+    mut built: TranscriptLog,
+    plan: &Plan,
+    summary: &str,
+) -> Result<Rewritten, RewriteError> {
+    let (head, cut) = (
+        t.message_at(&built.owner, plan.region.start),
+        t.message_at(&built.owner, plan.region.end),
+    );
+    if plan.region.is_empty() {
+        // Nothing to summarize: a summary of nothing is not written.
+        return Ok(Rewritten {
+            text: input.to_owned(),
+            head,
+            cut,
+            tokens: 0,
+            ledger: Vec::new(),
+            orphans: Vec::new(),
+        });
     }
-    out
+    let mut log = std::mem::take(&mut built.log);
+    let units = log.units(plan);
+    let tokens = estimate_summary_tokens(Some(summary), &units);
+    let mut step = StepReport::new(Kind::Summarize, &log);
+    step.edits.push(Edit::Replaced {
+        start: plan.region.start,
+        end: plan.region.end,
+    });
+    let applied = log
+        .apply(plan, Some(summary.to_owned()), tokens)
+        .map_err(|_| RewriteError::NotLegal {
+            at: cut,
+            what: Boundary::Cut,
+        })?;
+    let at = applied.summary_at;
+    let (parts, _) = edit::summary_of(at.and_then(|at| log.entries().get(at)), &built.renamed)?;
+    let text = edit::write(t, input, &built, &[&step], &log)?;
+    Ok(Rewritten {
+        text,
+        head,
+        cut,
+        tokens: plan.region_tokens,
+        ledger: parts.units,
+        orphans: parts.orphans,
+    })
 }
 
 /// Where the Claude Code `compact_boundary` line right before byte `end` starts (blank
 /// lines between allowed), or `end` when the line before is not one. **O(line)**.
-fn boundary_before(input: &str, end: usize) -> usize {
+pub(crate) fn boundary_before(input: &str, end: usize) -> usize {
     #[derive(Deserialize)]
     struct Kind<'a> {
         #[serde(rename = "type", borrow, default)]
@@ -496,21 +406,6 @@ fn boundary_before(input: &str, end: usize) -> usize {
         }
         _ => end,
     }
-}
-
-/// A records JSONL summary line: the units as `covers`, the prose as `text`.
-fn records_summary(parts: &SummaryParts, tokens: u64) -> String {
-    let entry = Entry::new(
-        Record::summary(parts.units.iter().map(|u| u.call_id.clone()), tokens),
-        Payload::Summary {
-            text: Some(parts.prose.clone()),
-            units: parts.units.clone(),
-        },
-    );
-    let mut line = Vec::new();
-    // Writing to a Vec cannot fail.
-    let _ = super::records::write_entry(&mut line, &entry);
-    String::from_utf8_lossy(&line).trim_end().to_owned()
 }
 
 /// A deterministic UUID-shaped id for a record cutpoint writes: a hash of the input
@@ -536,113 +431,6 @@ pub(crate) fn uuid(input: &str, salt: &[&str]) -> String {
 struct Links<'a> {
     #[serde(borrow, default)]
     uuid: Option<JsonStr<'a>>,
-    #[serde(rename = "parentUuid", borrow, default)]
-    parent: Option<&'a RawValue>,
-}
-
-/// The `parentUuid` chain of a Claude Code rewrite (see the module doc).
-struct Chain {
-    /// The boundary's and the summary's ids.
-    boundary: String,
-    summary: String,
-    /// The last record of the pinned head (the boundary's `parentUuid`), if a head
-    /// of the live history is pinned.
-    head: Option<String>,
-    /// The last record before the boundary (its `logicalParentUuid`).
-    logical: Option<String>,
-    /// The ids of the dropped lines.
-    dropped: HashSet<String>,
-}
-
-impl Chain {
-    /// The chain of a rewrite keeping `input[..region.start]` and
-    /// `input[region.end..]`. **O(len)**.
-    fn new(t: &Transcript, input: &str, head: usize, region: Range<usize>) -> Chain {
-        let uuid_of = |line: &str| {
-            serde_json::from_str::<Links<'_>>(line)
-                .ok()
-                .and_then(|l| opt_str(&l.uuid).map(str::to_owned))
-        };
-        let prefix = &input[..region.start];
-        let logical = lines(prefix)
-            .filter_map(|(_, s)| uuid_of(&prefix[s]))
-            .last();
-        let head = (head > t.live_from()).then(|| logical.clone()).flatten();
-        let cut = &input[region.clone()];
-        let dropped = lines(cut).filter_map(|(_, s)| uuid_of(&cut[s])).collect();
-        let key = &input[region];
-        Chain {
-            boundary: uuid(key, &["compact_boundary"]),
-            summary: uuid(key, &["isCompactSummary"]),
-            head,
-            logical,
-            dropped,
-        }
-    }
-
-    /// The boundary and summary lines, `summary` being the summary record without its
-    /// links.
-    fn write(
-        &self,
-        out: &mut String,
-        summary: &str,
-        tokens: u64,
-        neighbour: &str,
-        preserved: Option<(String, String)>,
-    ) {
-        let boundary = claude_code_boundary(
-            BoundaryLinks {
-                parent: self.head.clone(),
-                logical: self.logical.clone(),
-                uuid: self.boundary.clone(),
-                anchor: self.summary.clone(),
-                preserved,
-            },
-            tokens,
-            neighbour,
-        );
-        out.push_str(&boundary.to_string());
-        out.push('\n');
-        let mut record: Value =
-            serde_json::from_str(summary).unwrap_or_else(|_| Value::String(summary.to_owned()));
-        if let Value::Object(map) = &mut record {
-            map.insert(
-                "parentUuid".to_owned(),
-                Value::String(self.boundary.clone()),
-            );
-            map.insert("uuid".to_owned(), Value::String(self.summary.clone()));
-        }
-        out.push_str(&record.to_string());
-        out.push('\n');
-    }
-
-    /// The retained lines, each verbatim except a `parentUuid` that named a dropped
-    /// line, which names the summary instead. **O(len)**.
-    fn retained(&self, out: &mut String, text: &str) {
-        let mut copied = 0;
-        for (_, span) in lines(text) {
-            let line = &text[span.clone()];
-            let Ok(links) = serde_json::from_str::<Links<'_>>(line) else {
-                continue;
-            };
-            let Some(parent) = links.parent else {
-                continue;
-            };
-            let Ok(id) = serde_json::from_str::<&str>(parent.get()) else {
-                continue;
-            };
-            if !self.dropped.contains(id) {
-                continue;
-            }
-            let Some(at) = offset_in(text, parent.get()) else {
-                continue;
-            };
-            out.push_str(&text[copied..at]);
-            out.push_str(&Value::String(self.summary.clone()).to_string());
-            copied = at + parent.get().len();
-        }
-        out.push_str(&text[copied..]);
-    }
 }
 
 /// The links of a Claude Code `compact_boundary` line.
@@ -792,12 +580,11 @@ pub struct Rewritten {
     pub orphans: Vec<Orphan>,
 }
 
-/// Compacts `t` (read from `input`): plans once with [`Log::plan`] over the live
-/// history's entries, `keep_head` messages of the live history pinned (overriding
-/// `window.keep_head`, which counts records; a Codex `compacted` message that opens
-/// the live history is pinned too), and writes the result as [`render`] does, without
-/// a second tracker (the plan's ends are legal cuts by construction). `Ok(None)` when
-/// there is nothing to compact past the head. **O(len)**.
+/// Compacts `t` (read from `input`): plans once with [`Log::plan`](crate::compact::Log::plan)
+/// over the live history's log, `keep_head` messages of the live history pinned
+/// (overriding `window.keep_head`, which counts records; a Codex `compacted` message
+/// that opens the live history is pinned too), and writes the summary as [`render`]
+/// does. `Ok(None)` when there is nothing to compact past the head. **O(len)**.
 ///
 /// # Errors
 /// [`RewriteError::Deferred`] (in messages) when no legal cut lies in the window;
@@ -811,13 +598,15 @@ pub fn compact(
     keep_head: usize,
     summary: &str,
 ) -> Result<Option<Rewritten>, RewriteError> {
-    let planner = Planner::new(t)?;
+    check_range(t, input, 0, 0)?;
+    let built = log_of(t)?;
     let head_message = pin_compacted(t, t.live_from()).saturating_add(keep_head);
     let mut window = window.clone();
-    window.keep_head = planner.record_of(head_message);
-    let plan = planner.log.plan(&window).map_err(|e| match e {
+    window.keep_head = record_of(&built, head_message);
+    let tracker = built.log.tracker();
+    let plan = built.log.plan(&window).map_err(|e| match e {
         PlanError::NoLegalCut(defer) => {
-            let report = DeferReport::messages(&defer, planner.log.tracker(), t, &planner.owner);
+            let report = DeferReport::messages(&defer, tracker, t, &built.owner);
             RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
                 report.searched_forward()
             } else {
@@ -829,24 +618,12 @@ pub fn compact(
     if plan.region.is_empty() {
         // A target past the head that the walk back answers with the head's end
         // itself defers, as it does one message later (issue 24).
-        let tracker = planner.log.tracker();
         return match super::defer_at_head(tracker, plan.region.start, &window) {
             Some(defer) => Err(RewriteError::Deferred(Box::new(
-                DeferReport::messages(&defer, tracker, t, &planner.owner).reaching_only_the_head(),
+                DeferReport::messages(&defer, tracker, t, &built.owner).reaching_only_the_head(),
             ))),
             None => Ok(None),
         };
     }
-    let head = t.message_at(&planner.owner, plan.region.start);
-    let cut = t.message_at(&planner.owner, plan.region.end);
-    check_range(t, input, head, cut)?;
-    let parts = planner.parts(&plan, summary);
-    Ok(Some(Rewritten {
-        text: write(t, input, head, cut, &parts, plan.region_tokens),
-        head,
-        cut,
-        tokens: plan.region_tokens,
-        ledger: parts.units,
-        orphans: parts.orphans,
-    }))
+    Ok(Some(write(t, input, built, &plan, summary)?))
 }

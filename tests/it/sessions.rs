@@ -416,8 +416,17 @@ fn compacting_twice_keeps_every_call_once_and_the_claude_code_chain() {
             };
             let t1 = read_text(&first.text);
             assert_eq!(calls(&t1), calls(&t), "{case}: first pass");
+            // Where the first summary shares a message with the pinned head (Claude
+            // Code merges a user record into the user message before it, as it sends
+            // them), it is pinned with the head and kept verbatim beside the second;
+            // past such a head, what is left may be only a call in flight.
+            let pinned_first = t1.messages[t1.live_from()..]
+                .iter()
+                .position(|m| m.blocks.iter().any(|(b, _)| matches!(b, Block::Summary(_))))
+                .is_some_and(|at| at < keep_head);
             let Some(second) = compact(&t1, &first.text, 3, 4, keep_head) else {
-                panic!("{case}: the second compaction defers");
+                assert!(pinned_first, "{case}: the second compaction defers");
+                continue;
             };
             let t2 = read_text(&second.text);
             assert_eq!(calls(&t2), calls(&t), "{case}: second pass");
@@ -438,8 +447,16 @@ fn compacting_twice_keeps_every_call_once_and_the_claude_code_chain() {
                 before,
                 summaries(&t1)
             );
-            assert_eq!(summaries(&t2), summaries(&t1), "{case}");
-            assert!(second.ledger.len() >= first.ledger.len(), "{case}");
+            assert_eq!(
+                summaries(&t2),
+                summaries(&t1) + usize::from(pinned_first),
+                "{case}"
+            );
+            // A folded first summary's units are in the second's ledger.
+            assert!(
+                pinned_first || second.ledger.len() >= first.ledger.len(),
+                "{case}"
+            );
             assert!(
                 keyset(&t2).is_subset(&keyset(&t)),
                 "{case}: {:?}",
@@ -485,8 +502,10 @@ fn chain_is_whole(text: &str) -> bool {
 }
 
 /// Follows `parentUuid` from the last record of `out`: it reaches the summary
-/// cutpoint wrote, then its `compact_boundary`, then (with a pinned head) the head's
-/// records, and ends at `null`, never at a record the file lacks.
+/// cutpoint wrote, then its `compact_boundary`, and ends at `null`, never at a record
+/// the file lacks. A pinned head stays live: the summary after it is an ordinary user
+/// record (a boundary there would end the head's history, for cutpoint's reader and
+/// for Claude Code), whose chain runs on into the head.
 fn chain_runs_through_the_summary_to_the_head(
     out: &str,
     done: &Rewritten,
@@ -504,24 +523,23 @@ fn chain_runs_through_the_summary_to_the_head(
             by_uuid.insert(u, (i, v));
         }
     }
+    let pinned = keep_head > 0 && done.head > 0;
     let summary_at = lines
         .iter()
-        .position(|v| {
-            v["isCompactSummary"] == true
+        .rposition(|v| {
+            (pinned || v["isCompactSummary"] == true)
                 && v["message"]["content"]
                     .as_str()
                     .is_some_and(|c| SummaryParts::parse(c).is_some())
         })
         .unwrap_or_else(|| panic!("{case}: cutpoint's summary record"));
-    let boundary = &lines[summary_at - 1];
-    assert_eq!(boundary["subtype"], "compact_boundary", "{case}");
-    assert_eq!(lines[summary_at]["parentUuid"], boundary["uuid"], "{case}");
+    let boundaries = lines
+        .iter()
+        .filter(|v| v["subtype"] == "compact_boundary")
+        .count();
     // One boundary per summary: a folded summary's boundary went with it.
     assert_eq!(
-        lines
-            .iter()
-            .filter(|v| v["subtype"] == "compact_boundary")
-            .count(),
+        boundaries,
         lines
             .iter()
             .filter(|v| v["isCompactSummary"] == true)
@@ -547,22 +565,31 @@ fn chain_runs_through_the_summary_to_the_head(
         .iter()
         .position(|&i| i == summary_at)
         .unwrap_or_else(|| panic!("{case}: the chain from the last record misses the summary"));
+    if pinned {
+        let after = &path[s + 1..];
+        assert!(
+            !after.is_empty(),
+            "{case}: the chain goes on into the pinned head"
+        );
+        assert!(after.iter().all(|&i| i < summary_at), "{case}");
+        assert!(
+            lines[summary_at..]
+                .iter()
+                .all(|v| v["subtype"] != "compact_boundary"),
+            "{case}: no boundary after a pinned head"
+        );
+        return;
+    }
+    let boundary = &lines[summary_at - 1];
+    assert_eq!(boundary["subtype"], "compact_boundary", "{case}");
+    assert_eq!(lines[summary_at]["parentUuid"], boundary["uuid"], "{case}");
     assert_eq!(
         path.get(s + 1),
         Some(&(summary_at - 1)),
         "{case}: then the boundary"
     );
-    let after: Vec<usize> = path[s + 2..].to_vec();
-    if keep_head > 0 && done.head > 0 {
-        assert!(
-            !after.is_empty(),
-            "{case}: the chain goes on into the pinned head"
-        );
-        assert!(after.iter().all(|&i| i < summary_at - 1), "{case}");
-    } else {
-        assert!(after.is_empty(), "{case}: the boundary starts the chain");
-        assert!(boundary["parentUuid"].is_null(), "{case}");
-    }
+    assert!(path.len() == s + 2, "{case}: the boundary starts the chain");
+    assert!(boundary["parentUuid"].is_null(), "{case}");
 }
 
 /// Point 8: an earlier summary is folded (Claude Code's prose kept, cutpoint's units

@@ -689,7 +689,7 @@ fn digest_keeps_ids_arguments_status_and_first_lines() {
         panic!("a digest at 1")
     };
     assert_eq!(ids.len(), 1);
-    let Payload::Summary { units, text } = &log.entries()[1].payload else {
+    let Payload::Summary { units, text, .. } = &log.entries()[1].payload else {
         panic!("a digest payload")
     };
     assert_eq!(text, &None);
@@ -741,7 +741,7 @@ fn summarize_calls_the_hook_and_keeps_the_ledger() {
     assert_eq!(asked, [["a", "b", "c"]]);
     assert_eq!(report.edits, [Edit::Replaced { start: 1, end: 11 }]);
     assert_eq!(report.dropped_turns, 1);
-    let Payload::Summary { text, units } = &log.entries()[1].payload else {
+    let Payload::Summary { text, units, .. } = &log.entries()[1].payload else {
         panic!()
     };
     assert_eq!(text.as_deref(), Some("The agent ran a, b and c."));

@@ -189,6 +189,11 @@ fn every_legal_cut_is_a_message_boundary_that_breaks_no_rule() {
             }
             let out = compact::render(&t, &text, head, m, "Summary.")
                 .unwrap_or_else(|e| panic!("{name}: cut {m}: {e}"));
+            if m == head {
+                // Nothing to summarize: no summary of nothing is written.
+                assert_eq!(out, text, "{name}");
+                continue;
+            }
             let back = format::read(&out, t.format, &ByteEstimate)
                 .unwrap_or_else(|e| panic!("{name}: cut {m}: re-read: {e}"));
             let after = keyset(&format::rules::check_messages(back.format, &back.messages));

@@ -220,13 +220,13 @@ fn argument_loss_is_a_summary_unit_without_arguments() {
                 if i == 1 {
                     Entry::new(
                         rec,
-                        Payload::Summary {
-                            text: None,
-                            units: vec![
+                        Payload::summary(
+                            None,
+                            vec![
                                 unit("s1", Some(r#"{"command":"pytest -x"}"#)),
                                 unit("s2", second),
                             ],
-                        },
+                        ),
                     )
                 } else {
                     Entry::from(rec)

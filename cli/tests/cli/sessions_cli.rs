@@ -250,7 +250,9 @@ fn a_compacted_claude_code_session_mirrors_claude_codes_own_compaction() {
     let back = cutpoint(&["check", "-"], &out.stdout);
     assert_eq!(back.status.code(), Some(0), "{}", text(&back.stdout));
 
-    // The first message pinned: the boundary chains to it.
+    // The first message pinned: it stays live, so the summary is an ordinary user
+    // record chained to it (a boundary after it would end its history, for Claude
+    // Code and for cutpoint's reader alike).
     let out = cutpoint(
         &[
             "compact",
@@ -268,14 +270,19 @@ fn a_compacted_claude_code_session_mirrors_claude_codes_own_compaction() {
     let lines = json_lines(&out.stdout);
     let s = lines
         .iter()
-        .position(|v| v["isCompactSummary"] == true)
+        .position(|v| {
+            v["message"]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Tool calls summarized"))
+        })
         .expect("a summary record");
-    let head = lines[..s - 1]
+    assert!(lines.iter().all(|v| v["subtype"] != "compact_boundary"));
+    assert!(lines[s]["isCompactSummary"].is_null());
+    let head = lines[..s]
         .iter()
         .rfind(|v| v["uuid"].is_string())
         .expect("a pinned record");
-    assert_eq!(lines[s - 1]["parentUuid"], head["uuid"]);
-    assert_eq!(lines[s - 1]["logicalParentUuid"], head["uuid"]);
+    assert_eq!(lines[s]["parentUuid"], head["uuid"]);
     let back = cutpoint(&["check", "-"], &out.stdout);
     assert_eq!(back.status.code(), Some(0), "{}", text(&back.stdout));
 }

@@ -21,7 +21,8 @@
 //! on `tool_use`; `status` (`ok`, `error`, `aborted`) and `content` (a string) on
 //! `tool_result`. A `summary` line has no `call_id`; it lists the pairs it covers in
 //! `covers`, each `{"call_id", "name"?, "arguments"?, "status"?, "first_line"?}`, and
-//! may carry `text`. An `assistant` record may carry `reasoning` (`plain` or `signed`):
+//! may carry `text` and `orphans` (the results its region held without their call,
+//! each `{"call_id", "first_line"?}`; not covered calls). An `assistant` record may carry `reasoning` (`plain` or `signed`):
 //! it is a thinking / reasoning block (with a signature), which the `clear-thinking`
 //! strategy clears in finished turns. An `assistant` record may instead carry
 //! `compaction` (`anthropic` or `openai`): it is a provider's native compaction (an
@@ -43,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
-use crate::compact::{Entry, NativeCompaction, Payload, ResultStatus, Unit};
+use crate::compact::{Entry, NativeCompaction, Orphan, Payload, ResultStatus, Unit};
 use crate::{CallId, Record, RecordKind};
 
 pub(crate) mod transcript;
@@ -222,6 +223,8 @@ struct Line<'a> {
     #[serde(default)]
     covers: Option<Vec<UnitLine>>,
     #[serde(default)]
+    orphans: Option<Vec<OrphanLine>>,
+    #[serde(default)]
     reasoning: Option<Reasoning>,
     #[serde(default)]
     compaction: Option<Native>,
@@ -274,6 +277,15 @@ struct UnitLine {
     first_line: Option<String>,
 }
 
+/// An orphan result a summary lists: `{"call_id", "first_line"?}`.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct OrphanLine {
+    call_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first_line: Option<String>,
+}
+
 #[derive(Serialize)]
 struct OutLine<'a> {
     kind: Kind,
@@ -294,6 +306,8 @@ struct OutLine<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     covers: Option<Vec<UnitOut<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    orphans: Option<Vec<OrphanLine>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Reasoning>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -366,6 +380,7 @@ pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     only("content", parsed.content.is_some(), &["tool_result"])?;
     only("text", parsed.text.is_some(), &["summary"])?;
     only("covers", parsed.covers.is_some(), &["summary"])?;
+    only("orphans", parsed.orphans.is_some(), &["summary"])?;
     only("reasoning", parsed.reasoning.is_some(), &["assistant"])?;
     only("compaction", parsed.compaction.is_some(), &["assistant"])?;
     if parsed.compaction.is_some() {
@@ -411,12 +426,25 @@ pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
                     first_line: u.first_line,
                 });
             }
+            let mut orphans = Vec::new();
+            for o in parsed.orphans.unwrap_or_default() {
+                if o.call_id.is_empty() {
+                    return Err(invalid(
+                        "summary lists an orphan with an empty call_id".to_owned(),
+                    ));
+                }
+                orphans.push(Orphan {
+                    call_id: CallId::from(o.call_id),
+                    first_line: o.first_line,
+                });
+            }
             let record = Record::summary(units.iter().map(|u| u.call_id.clone()), parsed.tokens);
             (
                 record,
                 Payload::Summary {
                     text: parsed.text,
                     units,
+                    orphans,
                 },
             )
         }
@@ -522,6 +550,7 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
         content: None,
         text: None,
         covers: None,
+        orphans: None,
         reasoning: None,
         compaction: None,
     };
@@ -535,8 +564,17 @@ pub fn write_entry<W: std::io::Write>(mut out: W, entry: &Entry) -> std::io::Res
             line.status = status.map(status_out);
             line.content = content.as_deref();
         }
-        (Payload::Summary { text, .. }, RecordKind::Summary(_)) => {
+        (Payload::Summary { text, orphans, .. }, RecordKind::Summary(_)) => {
             line.text = text.as_deref();
+            line.orphans = (!orphans.is_empty()).then(|| {
+                orphans
+                    .iter()
+                    .map(|o| OrphanLine {
+                        call_id: o.call_id.to_string(),
+                        first_line: o.first_line.clone(),
+                    })
+                    .collect()
+            });
         }
         (Payload::Reasoning { signed }, RecordKind::Assistant) => {
             line.reasoning = Some(if *signed {

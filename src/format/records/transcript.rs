@@ -15,9 +15,9 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
             message: strip_line(&e.to_string(), line),
         })?;
         let units = entry.units();
-        let prose = match entry.payload {
-            Payload::Summary { text, .. } => text.unwrap_or_default(),
-            _ => String::new(),
+        let (prose, orphans) = match entry.payload {
+            Payload::Summary { text, orphans, .. } => (text.unwrap_or_default(), orphans),
+            _ => (String::new(), Vec::new()),
         };
         let (kind, tokens, bound) = entry.record.into_parts();
         let (role, block) = match kind {
@@ -40,7 +40,7 @@ pub(crate) fn read(text: &str) -> Result<Vec<Message>, FormatError> {
             // A summary: its units (or bare ones for the ids it covers) and its text.
             RecordKind::Summary(_) => (
                 Role::User,
-                Block::Summary(SummaryParts::new(prose, units, Vec::new())),
+                Block::Summary(SummaryParts::new(prose, units, orphans)),
             ),
             _ => (Role::User, Block::Text),
         };
