@@ -292,16 +292,6 @@ impl Clear {
         }
         // Positions are in range and increasing, payloads fit their kinds, and the
         // total only shrinks: the edit cannot be refused.
-        if let Err(e) = log.rewrite_entries(rewrites) {
-            debug_assert!(false, "clear's edits are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Clear,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.rewrite_entries(rewrites), log, goal, left)
     }
 }

@@ -110,17 +110,7 @@ impl ClearThinking {
         report.cleared_thinking = rewrites.len();
         // In range, increasing, a reasoning payload on assistant records, the total
         // only shrinks: the edit cannot be refused.
-        if let Err(e) = log.rewrite_entries(rewrites) {
-            debug_assert!(false, "clear-thinking's edits are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::ClearThinking,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.rewrite_entries(rewrites), log, goal, left)
     }
 }
 

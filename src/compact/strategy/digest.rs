@@ -141,16 +141,6 @@ impl Digest {
             .collect();
         // Fresh plans, in order, disjoint, between legal cuts, shrinking the log: the
         // batch cannot be refused.
-        if let Err(e) = log.apply_many(batch) {
-            debug_assert!(false, "digest's regions are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Digest,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.apply_many(batch), log, goal, left)
     }
 }

@@ -383,6 +383,31 @@ impl StepReport {
         self.met_target = goal.met(self.tokens_after);
         self
     }
+
+    /// Ends a step with the log's answer to its edit (`edited`), which the log cannot
+    /// refuse: each strategy says why where it edits. The report is finished, with
+    /// `left`. A refusal would be a bug in the strategy: a debug build panics, a release
+    /// build answers [`Blocked::NothingEligible`] (a refused edit leaves the log
+    /// unchanged). **O(1)**.
+    pub(crate) fn applied<T, E: fmt::Display>(
+        mut self,
+        edited: Result<T, E>,
+        log: &Log,
+        goal: &Goal,
+        left: LeftAlone,
+    ) -> Result<Self, NoProgress> {
+        if let Err(e) = edited {
+            debug_assert!(false, "{}'s edit is valid: {e}", self.kind);
+            return Err(NoProgress::new(
+                self.kind,
+                Blocked::NothingEligible,
+                log,
+                left,
+            ));
+        }
+        self.left_alone = left;
+        Ok(self.finish(log, goal))
+    }
 }
 
 /// Why a strategy could not shrink the log. The log is unchanged.

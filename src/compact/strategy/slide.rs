@@ -167,16 +167,6 @@ impl Slide {
         }
         report.dropped_turns = log.turn_starts_in(span.head, chosen).count();
         // A fresh plan between legal cuts that shrinks the log: cannot be refused.
-        if let Err(e) = log.apply_many(vec![(&plan, outcome)]) {
-            debug_assert!(false, "slide's region is valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Slide,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.apply_many(vec![(&plan, outcome)]), log, goal, left)
     }
 }

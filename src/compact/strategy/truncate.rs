@@ -106,16 +106,11 @@ impl Truncate {
             end,
         });
         // A fresh plan between legal cuts: cannot be refused.
-        if let Err(e) = log.apply_many(vec![(&plan, Outcome::Removed)]) {
-            debug_assert!(false, "truncate's region is valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Truncate,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(
+            log.apply_many(vec![(&plan, Outcome::Removed)]),
+            log,
+            goal,
+            left,
+        )
     }
 }
