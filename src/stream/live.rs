@@ -103,10 +103,46 @@ impl<E: std::error::Error + Send + Sync + 'static> Chunk for Result<Bytes, E> {
 struct Pump<T> {
     decoder: Decoder,
     shared: Shared<T>,
+    /// An error was yielded: nothing more comes.
     done: bool,
+    /// The source ended (the decoder was told so).
+    ended: bool,
+}
+
+impl<T> Pump<T> {
+    fn new(decoder: Decoder, shared: Shared<T>) -> Self {
+        Pump {
+            decoder,
+            shared,
+            done: false,
+            ended: false,
+        }
+    }
 }
 
 impl<T: Feed> Pump<T> {
+    /// What a poll answers before it reads more: the next item already decodable
+    /// (fed), or the end after an error or once the source ended; `None` when more
+    /// bytes are needed.
+    fn ready(&mut self) -> Option<Poll<Option<Result<Decoded, FeedError>>>> {
+        if let Some(item) = self.drain() {
+            return Some(Poll::Ready(Some(item)));
+        }
+        (self.done || self.ended).then_some(Poll::Ready(None))
+    }
+
+    /// The source ended: the decoder reads what it still holds.
+    fn end(&mut self) {
+        self.ended = true;
+        self.decoder.finish();
+    }
+
+    /// The source failed: its error is the last item.
+    fn fail(&mut self, error: FeedError) -> Poll<Option<Result<Decoded, FeedError>>> {
+        self.done = true;
+        Poll::Ready(Some(Err(error)))
+    }
+
     /// The next item already decodable, fed to the shared value; `None` when more
     /// bytes are needed. After an error, `None` for ever.
     fn drain(&mut self) -> Option<Result<Decoded, FeedError>> {
@@ -139,7 +175,6 @@ pin_project_lite::pin_project! {
         #[pin]
         bytes: S,
         pump: Pump<T>,
-        ended: bool,
     }
 }
 
@@ -164,12 +199,7 @@ impl<S, T> Decoding<S, T> {
     pub fn new(bytes: S, decoder: Decoder, shared: Shared<T>) -> Self {
         Decoding {
             bytes,
-            pump: Pump {
-                decoder,
-                shared,
-                done: false,
-            },
-            ended: false,
+            pump: Pump::new(decoder, shared),
         }
     }
 
@@ -196,24 +226,15 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            if let Some(item) = this.pump.drain() {
-                return Poll::Ready(Some(item));
-            }
-            if this.pump.done || *this.ended {
-                return Poll::Ready(None);
+            if let Some(answer) = this.pump.ready() {
+                return answer;
             }
             match ready!(this.bytes.as_mut().poll_next(cx)) {
                 Some(chunk) => match chunk.into_bytes() {
                     Ok(bytes) => this.pump.decoder.push(&bytes),
-                    Err(e) => {
-                        this.pump.done = true;
-                        return Poll::Ready(Some(Err(FeedError::Source(e))));
-                    }
+                    Err(e) => return this.pump.fail(FeedError::Source(e)),
                 },
-                None => {
-                    *this.ended = true;
-                    this.pump.decoder.finish();
-                }
+                None => this.pump.end(),
             }
         }
     }
@@ -229,7 +250,6 @@ pin_project_lite::pin_project! {
         reader: R,
         pump: Pump<T>,
         buf: Box<[u8]>,
-        ended: bool,
     }
 }
 
@@ -239,13 +259,8 @@ impl<R, T> ReadDecoding<R, T> {
     pub fn new(reader: R, decoder: Decoder, shared: Shared<T>) -> Self {
         ReadDecoding {
             reader,
-            pump: Pump {
-                decoder,
-                shared,
-                done: false,
-            },
+            pump: Pump::new(decoder, shared),
             buf: vec![0; 16 << 10].into_boxed_slice(),
-            ended: false,
         }
     }
 
@@ -266,24 +281,15 @@ where
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut this = self.project();
         loop {
-            if let Some(item) = this.pump.drain() {
-                return Poll::Ready(Some(item));
-            }
-            if this.pump.done || *this.ended {
-                return Poll::Ready(None);
+            if let Some(answer) = this.pump.ready() {
+                return answer;
             }
             let mut buf = ReadBuf::new(this.buf);
             match ready!(this.reader.as_mut().poll_read(cx, &mut buf)) {
-                Ok(()) if buf.filled().is_empty() => {
-                    *this.ended = true;
-                    this.pump.decoder.finish();
-                }
+                Ok(()) if buf.filled().is_empty() => this.pump.end(),
                 Ok(()) => this.pump.decoder.push(buf.filled()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    this.pump.done = true;
-                    return Poll::Ready(Some(Err(FeedError::Read(e))));
-                }
+                Err(e) => return this.pump.fail(FeedError::Read(e)),
             }
         }
     }
