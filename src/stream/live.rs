@@ -120,27 +120,44 @@ impl<T> Pump<T> {
     }
 }
 
+/// What one read of an adapter's source did.
+enum Read {
+    /// Bytes went into the decoder, or nothing did but the source may be read again.
+    Again,
+    /// The source ended.
+    Ended,
+    /// The source failed.
+    Failed(FeedError),
+}
+
 impl<T: Feed> Pump<T> {
-    /// What a poll answers before it reads more: the next item already decodable
-    /// (fed), or the end after an error or once the source ended; `None` when more
-    /// bytes are needed.
-    fn ready(&mut self) -> Option<Poll<Option<Result<Decoded, FeedError>>>> {
-        if let Some(item) = self.drain() {
-            return Some(Poll::Ready(Some(item)));
+    /// One poll of an adapter: the next item already decodable (fed), else `read`
+    /// pushes the source's next bytes into the decoder and it tries again; the end
+    /// after an error or the source's end. The loop the module docs' cancellation
+    /// safety is about, written once for both adapters.
+    fn poll(
+        &mut self,
+        mut read: impl FnMut(&mut Decoder) -> Poll<Read>,
+    ) -> Poll<Option<Result<Decoded, FeedError>>> {
+        loop {
+            if let Some(item) = self.drain() {
+                return Poll::Ready(Some(item));
+            }
+            if self.done || self.ended {
+                return Poll::Ready(None);
+            }
+            match ready!(read(&mut self.decoder)) {
+                Read::Again => {}
+                Read::Ended => {
+                    self.ended = true;
+                    self.decoder.finish();
+                }
+                Read::Failed(e) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
         }
-        (self.done || self.ended).then_some(Poll::Ready(None))
-    }
-
-    /// The source ended: the decoder reads what it still holds.
-    fn end(&mut self) {
-        self.ended = true;
-        self.decoder.finish();
-    }
-
-    /// The source failed: its error is the last item.
-    fn fail(&mut self, error: FeedError) -> Poll<Option<Result<Decoded, FeedError>>> {
-        self.done = true;
-        Poll::Ready(Some(Err(error)))
     }
 
     /// The next item already decodable, fed to the shared value; `None` when more
@@ -224,19 +241,20 @@ where
 
     /// **O(bytes of the chunk)** to push it, **O(1)** amortized per item fed.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(answer) = this.pump.ready() {
-                return answer;
-            }
-            match ready!(this.bytes.as_mut().poll_next(cx)) {
+        let this = self.project();
+        let mut source = this.bytes;
+        this.pump.poll(|decoder| {
+            Poll::Ready(match ready!(source.as_mut().poll_next(cx)) {
                 Some(chunk) => match chunk.into_bytes() {
-                    Ok(bytes) => this.pump.decoder.push(&bytes),
-                    Err(e) => return this.pump.fail(FeedError::Source(e)),
+                    Ok(bytes) => {
+                        decoder.push(&bytes);
+                        Read::Again
+                    }
+                    Err(e) => Read::Failed(FeedError::Source(e)),
                 },
-                None => this.pump.end(),
-            }
-        }
+                None => Read::Ended,
+            })
+        })
     }
 }
 
@@ -279,18 +297,19 @@ where
 
     /// **O(bytes read)** to push them, **O(1)** amortized per item fed.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(answer) = this.pump.ready() {
-                return answer;
-            }
-            let mut buf = ReadBuf::new(this.buf);
-            match ready!(this.reader.as_mut().poll_read(cx, &mut buf)) {
-                Ok(()) if buf.filled().is_empty() => this.pump.end(),
-                Ok(()) => this.pump.decoder.push(buf.filled()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return this.pump.fail(FeedError::Read(e)),
-            }
-        }
+        let this = self.project();
+        let (mut reader, space) = (this.reader, this.buf);
+        this.pump.poll(|decoder| {
+            let mut buf = ReadBuf::new(space);
+            Poll::Ready(match ready!(reader.as_mut().poll_read(cx, &mut buf)) {
+                Ok(()) if buf.filled().is_empty() => Read::Ended,
+                Ok(()) => {
+                    decoder.push(buf.filled());
+                    Read::Again
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Read::Again,
+                Err(e) => Read::Failed(FeedError::Read(e)),
+            })
+        })
     }
 }
