@@ -98,13 +98,7 @@ impl ClearThinking {
             });
         }
         if rewrites.is_empty() {
-            let reason = if protected > 0 {
-                Blocked::Floors {
-                    protected_from: recent,
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let reason = Blocked::by_floors((protected > 0).then_some(recent));
             return Err(NoProgress::new(Kind::ClearThinking, reason, log, left));
         }
         report.cleared_thinking = rewrites.len();

@@ -110,13 +110,8 @@ impl Digest {
                 .index_at_or_after(span.recent.min(log.len()));
         left.add(Skip::Floor, floor_groups);
         if plans.is_empty() {
-            let reason = if floor_groups > 0 && left.count(Skip::NotSmaller) == 0 {
-                Blocked::Floors {
-                    protected_from: span.recent,
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let by_floors = floor_groups > 0 && left.count(Skip::NotSmaller) == 0;
+            let reason = Blocked::by_floors(by_floors.then_some(span.recent));
             return Err(NoProgress::new(Kind::Digest, reason, log, left));
         }
         for (plan, _, covered) in &plans {
