@@ -103,10 +103,63 @@ impl<E: std::error::Error + Send + Sync + 'static> Chunk for Result<Bytes, E> {
 struct Pump<T> {
     decoder: Decoder,
     shared: Shared<T>,
+    /// An error was yielded: nothing more comes.
     done: bool,
+    /// The source ended (the decoder was told so).
+    ended: bool,
+}
+
+impl<T> Pump<T> {
+    fn new(decoder: Decoder, shared: Shared<T>) -> Self {
+        Pump {
+            decoder,
+            shared,
+            done: false,
+            ended: false,
+        }
+    }
+}
+
+/// What one read of an adapter's source did.
+enum Read {
+    /// Bytes went into the decoder, or nothing did but the source may be read again.
+    Again,
+    /// The source ended.
+    Ended,
+    /// The source failed.
+    Failed(FeedError),
 }
 
 impl<T: Feed> Pump<T> {
+    /// One poll of an adapter: the next item already decodable (fed), else `read`
+    /// pushes the source's next bytes into the decoder and it tries again; the end
+    /// after an error or the source's end. The loop the module docs' cancellation
+    /// safety is about, written once for both adapters.
+    fn poll(
+        &mut self,
+        mut read: impl FnMut(&mut Decoder) -> Poll<Read>,
+    ) -> Poll<Option<Result<Decoded, FeedError>>> {
+        loop {
+            if let Some(item) = self.drain() {
+                return Poll::Ready(Some(item));
+            }
+            if self.done || self.ended {
+                return Poll::Ready(None);
+            }
+            match ready!(read(&mut self.decoder)) {
+                Read::Again => {}
+                Read::Ended => {
+                    self.ended = true;
+                    self.decoder.finish();
+                }
+                Read::Failed(e) => {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+        }
+    }
+
     /// The next item already decodable, fed to the shared value; `None` when more
     /// bytes are needed. After an error, `None` for ever.
     fn drain(&mut self) -> Option<Result<Decoded, FeedError>> {
@@ -139,7 +192,6 @@ pin_project_lite::pin_project! {
         #[pin]
         bytes: S,
         pump: Pump<T>,
-        ended: bool,
     }
 }
 
@@ -164,12 +216,7 @@ impl<S, T> Decoding<S, T> {
     pub fn new(bytes: S, decoder: Decoder, shared: Shared<T>) -> Self {
         Decoding {
             bytes,
-            pump: Pump {
-                decoder,
-                shared,
-                done: false,
-            },
-            ended: false,
+            pump: Pump::new(decoder, shared),
         }
     }
 
@@ -194,28 +241,20 @@ where
 
     /// **O(bytes of the chunk)** to push it, **O(1)** amortized per item fed.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(item) = this.pump.drain() {
-                return Poll::Ready(Some(item));
-            }
-            if this.pump.done || *this.ended {
-                return Poll::Ready(None);
-            }
-            match ready!(this.bytes.as_mut().poll_next(cx)) {
+        let this = self.project();
+        let mut source = this.bytes;
+        this.pump.poll(|decoder| {
+            Poll::Ready(match ready!(source.as_mut().poll_next(cx)) {
                 Some(chunk) => match chunk.into_bytes() {
-                    Ok(bytes) => this.pump.decoder.push(&bytes),
-                    Err(e) => {
-                        this.pump.done = true;
-                        return Poll::Ready(Some(Err(FeedError::Source(e))));
+                    Ok(bytes) => {
+                        decoder.push(&bytes);
+                        Read::Again
                     }
+                    Err(e) => Read::Failed(FeedError::Source(e)),
                 },
-                None => {
-                    *this.ended = true;
-                    this.pump.decoder.finish();
-                }
-            }
-        }
+                None => Read::Ended,
+            })
+        })
     }
 }
 
@@ -229,7 +268,6 @@ pin_project_lite::pin_project! {
         reader: R,
         pump: Pump<T>,
         buf: Box<[u8]>,
-        ended: bool,
     }
 }
 
@@ -239,13 +277,8 @@ impl<R, T> ReadDecoding<R, T> {
     pub fn new(reader: R, decoder: Decoder, shared: Shared<T>) -> Self {
         ReadDecoding {
             reader,
-            pump: Pump {
-                decoder,
-                shared,
-                done: false,
-            },
+            pump: Pump::new(decoder, shared),
             buf: vec![0; 16 << 10].into_boxed_slice(),
-            ended: false,
         }
     }
 
@@ -264,27 +297,19 @@ where
 
     /// **O(bytes read)** to push them, **O(1)** amortized per item fed.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(item) = this.pump.drain() {
-                return Poll::Ready(Some(item));
-            }
-            if this.pump.done || *this.ended {
-                return Poll::Ready(None);
-            }
-            let mut buf = ReadBuf::new(this.buf);
-            match ready!(this.reader.as_mut().poll_read(cx, &mut buf)) {
-                Ok(()) if buf.filled().is_empty() => {
-                    *this.ended = true;
-                    this.pump.decoder.finish();
+        let this = self.project();
+        let (mut reader, space) = (this.reader, this.buf);
+        this.pump.poll(|decoder| {
+            let mut buf = ReadBuf::new(space);
+            Poll::Ready(match ready!(reader.as_mut().poll_read(cx, &mut buf)) {
+                Ok(()) if buf.filled().is_empty() => Read::Ended,
+                Ok(()) => {
+                    decoder.push(buf.filled());
+                    Read::Again
                 }
-                Ok(()) => this.pump.decoder.push(buf.filled()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    this.pump.done = true;
-                    return Poll::Ready(Some(Err(FeedError::Read(e))));
-                }
-            }
-        }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Read::Again,
+                Err(e) => Read::Failed(FeedError::Read(e)),
+            })
+        })
     }
 }

@@ -38,20 +38,27 @@ pub fn pending_calls_at(records: &[Record], cut: usize) -> HashSet<&str> {
 /// The seed's `orphan_results_at`: ids of `tool_result`s before `cut` whose `tool_use`
 /// lies at or after `cut`. **O(n)**.
 pub fn orphan_results_at(records: &[Record], cut: usize) -> HashSet<&str> {
-    let used_after: HashSet<&str> = records[cut..]
-        .iter()
-        .filter_map(|r| match r.kind() {
-            RecordKind::ToolUse(id) => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
-    records[..cut]
-        .iter()
-        .filter_map(|r| match r.kind() {
-            RecordKind::ToolResult(id) if used_after.contains(id.as_str()) => Some(id.as_str()),
-            _ => None,
-        })
+    let used_after: HashSet<&CallId> = use_ids(&records[cut..]).collect();
+    result_ids(&records[..cut])
+        .filter(|id| used_after.contains(id))
+        .map(CallId::as_str)
         .collect()
+}
+
+/// The ids of the `tool_use`s among `records`, in order. **O(n)** to run through.
+fn use_ids(records: &[Record]) -> impl Iterator<Item = &CallId> {
+    records.iter().filter_map(|r| match r.kind() {
+        RecordKind::ToolUse(id) => Some(id),
+        _ => None,
+    })
+}
+
+/// The ids of the `tool_result`s among `records`, in order. **O(n)** to run through.
+fn result_ids(records: &[Record]) -> impl Iterator<Item = &CallId> {
+    records.iter().filter_map(|r| match r.kind() {
+        RecordKind::ToolResult(id) => Some(id),
+        _ => None,
+    })
 }
 
 /// Whether `cut` is legal: both sets above are empty, and the record at `cut` (if any)
@@ -169,18 +176,9 @@ fn search(
 
 /// Calls before `cut` with no result anywhere in the log, in log order. **O(n)**.
 fn unanswered_before(records: &[Record], cut: usize) -> Vec<CallId> {
-    let answered: HashSet<&str> = records
-        .iter()
-        .filter_map(|r| match r.kind() {
-            RecordKind::ToolResult(id) => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
-    records[..cut]
-        .iter()
-        .filter_map(|r| match r.kind() {
-            RecordKind::ToolUse(id) if !answered.contains(id.as_str()) => Some(id.clone()),
-            _ => None,
-        })
+    let answered: HashSet<&CallId> = result_ids(records).collect();
+    use_ids(&records[..cut])
+        .filter(|id| !answered.contains(id))
+        .cloned()
         .collect()
 }

@@ -203,13 +203,8 @@ impl Clear {
                 .is_some_and(|id| cleared_result.contains(id.as_str()))
         });
         if candidates.is_empty() {
-            let reason = if recent < kept_from && protected_results > 0 {
-                Blocked::Floors {
-                    protected_from: recent,
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let by_floors = recent < kept_from && protected_results > 0;
+            let reason = Blocked::by_floors(by_floors.then_some(recent));
             return Err(NoProgress::new(Kind::Clear, reason, log, left));
         }
         // Oldest first, a call's input with its result, until the target is met and
@@ -292,16 +287,6 @@ impl Clear {
         }
         // Positions are in range and increasing, payloads fit their kinds, and the
         // total only shrinks: the edit cannot be refused.
-        if let Err(e) = log.rewrite_entries(rewrites) {
-            debug_assert!(false, "clear's edits are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Clear,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.rewrite_entries(rewrites), log, goal, left)
     }
 }

@@ -98,29 +98,13 @@ impl ClearThinking {
             });
         }
         if rewrites.is_empty() {
-            let reason = if protected > 0 {
-                Blocked::Floors {
-                    protected_from: recent,
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let reason = Blocked::by_floors((protected > 0).then_some(recent));
             return Err(NoProgress::new(Kind::ClearThinking, reason, log, left));
         }
         report.cleared_thinking = rewrites.len();
         // In range, increasing, a reasoning payload on assistant records, the total
         // only shrinks: the edit cannot be refused.
-        if let Err(e) = log.rewrite_entries(rewrites) {
-            debug_assert!(false, "clear-thinking's edits are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::ClearThinking,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.rewrite_entries(rewrites), log, goal, left)
     }
 }
 

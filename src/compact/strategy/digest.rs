@@ -110,13 +110,8 @@ impl Digest {
                 .index_at_or_after(span.recent.min(log.len()));
         left.add(Skip::Floor, floor_groups);
         if plans.is_empty() {
-            let reason = if floor_groups > 0 && left.count(Skip::NotSmaller) == 0 {
-                Blocked::Floors {
-                    protected_from: span.recent,
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let by_floors = floor_groups > 0 && left.count(Skip::NotSmaller) == 0;
+            let reason = Blocked::by_floors(by_floors.then_some(span.recent));
             return Err(NoProgress::new(Kind::Digest, reason, log, left));
         }
         for (plan, _, covered) in &plans {
@@ -141,16 +136,6 @@ impl Digest {
             .collect();
         // Fresh plans, in order, disjoint, between legal cuts, shrinking the log: the
         // batch cannot be refused.
-        if let Err(e) = log.apply_many(batch) {
-            debug_assert!(false, "digest's regions are valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Digest,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.apply_many(batch), log, goal, left)
     }
 }

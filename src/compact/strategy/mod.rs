@@ -383,6 +383,26 @@ impl StepReport {
         self.met_target = goal.met(self.tokens_after);
         self
     }
+
+    /// Ends a step with the log's answer to its edit (`edited`), which the log cannot
+    /// refuse: each strategy says why where it edits. The report is finished, with
+    /// `left`. A refusal would be a bug in the strategy: a debug build panics, a release
+    /// build answers [`Blocked::NothingEligible`] (a refused edit leaves the log
+    /// unchanged). **O(1)**.
+    pub(crate) fn applied<T, E: fmt::Display>(
+        mut self,
+        edited: Result<T, E>,
+        log: &Log,
+        goal: &Goal,
+        left: LeftAlone,
+    ) -> Result<Self, NoProgress> {
+        if let Err(e) = edited {
+            debug_assert!(false, "{}'s edit is valid: {e}", self.kind);
+            return Err(NoProgress::nothing_eligible(self.kind, log, left));
+        }
+        self.left_alone = left;
+        Ok(self.finish(log, goal))
+    }
 }
 
 /// Why a strategy could not shrink the log. The log is unchanged.
@@ -446,6 +466,15 @@ impl fmt::Display for Blocked {
 }
 
 impl Blocked {
+    /// [`Blocked::Floors`] when the floors are what kept a strategy from anything
+    /// eligible (`protected_from` given), else [`Blocked::NothingEligible`]. **O(1)**.
+    pub(crate) fn by_floors(protected_from: Option<usize>) -> Blocked {
+        match protected_from {
+            Some(protected_from) => Blocked::Floors { protected_from },
+            None => Blocked::NothingEligible,
+        }
+    }
+
     /// A short name for reports: `floors`, `pending-calls`, `nothing-eligible`,
     /// `below-clear-at-least`, `not-smaller`. **O(1)**.
     pub fn name(&self) -> &'static str {
@@ -482,6 +511,11 @@ impl NoProgress {
             tokens: log.tracker().total_tokens(),
             left_alone,
         }
+    }
+
+    /// `kind` found nothing it applies to ([`Blocked::NothingEligible`]). **O(1)**.
+    pub(crate) fn nothing_eligible(kind: Kind, log: &Log, left_alone: LeftAlone) -> Self {
+        NoProgress::new(kind, Blocked::NothingEligible, log, left_alone)
     }
 }
 

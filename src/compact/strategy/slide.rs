@@ -62,25 +62,15 @@ impl Slide {
             .filter(|&c| t.is_legal_cut(c))
             .collect();
         let Some(&furthest) = candidates.last() else {
-            let reason = if keep_from < span.end || log.turn_count() <= self.keep_turns {
-                left.add(Skip::Floor, 1);
-                Blocked::Floors {
-                    protected_from: keep_from.min(span.recent),
-                }
-            } else {
-                Blocked::NothingEligible
-            };
+            let by_floors = keep_from < span.end || log.turn_count() <= self.keep_turns;
+            left.add(Skip::Floor, usize::from(by_floors));
+            let reason = Blocked::by_floors(by_floors.then_some(keep_from.min(span.recent)));
             return Err(NoProgress::new(Kind::Slide, reason, log, left));
         };
         // The ledger of the whole stretch once; each candidate's ledger is a prefix
         // of it (units come in atom order, atoms in log order).
         let Ok(plan) = log.plan_region(span.head..furthest, ArgumentPolicy::Verbatim) else {
-            return Err(NoProgress::new(
-                Kind::Slide,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
+            return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
         };
         let base = t.tokens_before(span.head).unwrap_or(0);
         let mut chosen = furthest;
@@ -124,12 +114,7 @@ impl Slide {
             match log.plan_region(span.head..chosen, ArgumentPolicy::Verbatim) {
                 Ok(plan) => plan,
                 Err(_) => {
-                    return Err(NoProgress::new(
-                        Kind::Slide,
-                        Blocked::NothingEligible,
-                        log,
-                        left,
-                    ));
+                    return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
                 }
             }
         };
@@ -167,16 +152,6 @@ impl Slide {
         }
         report.dropped_turns = log.turn_starts_in(span.head, chosen).count();
         // A fresh plan between legal cuts that shrinks the log: cannot be refused.
-        if let Err(e) = log.apply_many(vec![(&plan, outcome)]) {
-            debug_assert!(false, "slide's region is valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Slide,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(log.apply_many(vec![(&plan, outcome)]), log, goal, left)
     }
 }

@@ -262,15 +262,11 @@ impl Summarize {
         };
         // A fresh plan between legal cuts (the summarizer had no way to change the log)
         // that shrinks the log: cannot be refused.
-        if let Err(e) = log.apply_many(vec![(&prepared.plan, outcome)]) {
-            debug_assert!(false, "summarize's region is valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Summarize,
-                Blocked::NothingEligible,
-                log,
-                LeftAlone::default(),
-            ));
-        }
-        Ok(report.finish(log, goal))
+        report.applied(
+            log.apply_many(vec![(&prepared.plan, outcome)]),
+            log,
+            goal,
+            LeftAlone::default(),
+        )
     }
 }

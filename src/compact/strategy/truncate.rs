@@ -1,7 +1,7 @@
 //! `truncate`: the last resort. The oldest region goes, with no summary, and every
 //! call id it held is named in the report.
 
-use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use super::{Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
 use crate::compact::{ArgumentPolicy, Log, Outcome};
 use crate::{CallId, RecordKind};
 
@@ -79,21 +79,11 @@ impl Truncate {
         }
         let mut left = LeftAlone::default();
         if end <= span.head {
-            return Err(NoProgress::new(
-                Kind::Truncate,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
+            return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
         }
         left.add(Skip::TargetMet, usize::from(end < span.end));
         let Ok(plan) = log.plan_region(span.head..end, ArgumentPolicy::Verbatim) else {
-            return Err(NoProgress::new(
-                Kind::Truncate,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
+            return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
         };
         // The calls of the region (pairs are whole inside it) and those its summaries
         // cover. Results without their call in the region (orphans, repeats) go too,
@@ -106,16 +96,11 @@ impl Truncate {
             end,
         });
         // A fresh plan between legal cuts: cannot be refused.
-        if let Err(e) = log.apply_many(vec![(&plan, Outcome::Removed)]) {
-            debug_assert!(false, "truncate's region is valid: {e}");
-            return Err(NoProgress::new(
-                Kind::Truncate,
-                Blocked::NothingEligible,
-                log,
-                left,
-            ));
-        }
-        report.left_alone = left;
-        Ok(report.finish(log, goal))
+        report.applied(
+            log.apply_many(vec![(&plan, Outcome::Removed)]),
+            log,
+            goal,
+            left,
+        )
     }
 }

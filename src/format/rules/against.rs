@@ -2,8 +2,9 @@
 //! requires sent back exactly as it was received (the latest thinking, a compaction,
 //! reasoning before the item it precedes), which one log alone cannot tell.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
+use super::prefix::followed_reasoning;
 use super::{Rule, RuleViolation, Segment, check_rules, gemini, invalidated_thinking};
 use crate::format::{Block, Control, Format, Message, Role, Transcript};
 
@@ -227,30 +228,10 @@ fn reasoning_kept(
     seg: &Segment<'_>,
     out: &mut Vec<RuleViolation>,
 ) {
-    // The print of each item -> the reasoning items it followed in `before`; `None`
-    // once it came without one somewhere (the same item repeated, in a Codex
-    // `replacement_history`, with its reasoning left out): then any place is fine.
-    let mut needs: HashMap<u64, Option<HashSet<u64>>> = HashMap::new();
-    let mut previous: Option<(&Block, u64)> = None;
-    for (_, _, b, p) in flat(before) {
-        if p != 0 && !matches!(b, Block::Reasoning) {
-            let after_reasoning = match previous {
-                Some((Block::Reasoning, r)) if r != 0 => Some(r),
-                _ => None,
-            };
-            let entry = needs
-                .entry(p)
-                .or_insert_with(|| after_reasoning.map(|_| HashSet::new()));
-            match (entry.as_mut(), after_reasoning) {
-                (Some(set), Some(r)) => {
-                    set.insert(r);
-                }
-                (Some(_), None) => *entry = None,
-                (None, _) => {}
-            }
-        }
-        previous = Some((b, p));
-    }
+    // The same item may repeat without its reasoning (in a Codex
+    // `replacement_history`): then any place is fine. A reasoning item with no text of
+    // its own binds nothing.
+    let needs = followed_reasoning(flat(before).map(|(_, _, b, p)| (b, p)), |r| r != 0);
     // Only the current turn: reasoning of earlier turns may be dropped (the API
     // ignores it), as Anthropic's thinking of finished turns may.
     let turn = after

@@ -24,19 +24,9 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     .filter(|n| n.role != Role::Assistant)
                     .map(|n| n.results().map(|(_, id)| id).collect())
                     .unwrap_or_default();
-                for (k, id, _) in m.calls() {
-                    if next.contains(id) {
-                        continue;
-                    }
-                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
-                    out.push(seg.violation(
-                        Rule::AnthropicToolUseWithoutResult,
-                        (i, k),
-                        Some(id),
-                        pending,
-                        format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."),
-                    ));
-                }
+                seg.unanswered_calls(i, &next, Rule::AnthropicToolUseWithoutResult, out, |id| {
+                    format!("messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+                });
             }
             _ => {
                 let previous: HashSet<&CallId> = i

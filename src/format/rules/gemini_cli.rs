@@ -30,7 +30,7 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
         let (calls, results) = (m.calls().count(), m.results().count());
         for (k, id, _) in m.calls() {
             if !answered.contains(id) {
-                let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
+                let pending = seg.still_pending(i, id);
                 out.push(unanswered_call(seg, (i, k), id, calls, results, pending));
             }
         }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{Format, Message, Transcript};
 use crate::CallId;
@@ -373,6 +373,33 @@ impl<'a> Segment<'a> {
         self.last_result.get(id).is_some_and(|&r| r > i)
     }
 
+    /// Whether call `id` of message `i`, not answered where its format wants it, is
+    /// still in flight at the very end: no later message answers it either, and
+    /// [nothing moved the log on](Segment::pending_at_end) after `i`.
+    pub(crate) fn still_pending(&self, i: usize, id: &CallId) -> bool {
+        !self.answered_after(i, id) && self.pending_at_end(i)
+    }
+
+    /// Reports each call of message `i` whose id `answers` (the results where its
+    /// format wants them) does not hold, as `rule` with `text` for the id, pending
+    /// when [still in flight](Segment::still_pending). **O(calls of `i`)**, plus the
+    /// walk to the end for each one reported.
+    pub(crate) fn unanswered_calls(
+        &self,
+        i: usize,
+        answers: &HashSet<&CallId>,
+        rule: Rule,
+        out: &mut Vec<RuleViolation>,
+        text: impl Fn(&CallId) -> String,
+    ) {
+        for (k, id, _) in self.messages[i].calls() {
+            if !answers.contains(id) {
+                let pending = self.still_pending(i, id);
+                out.push(self.violation(rule, (i, k), Some(id), pending, text(id)));
+            }
+        }
+    }
+
     /// The whole log as one segment (for the rules checked across histories).
     pub(crate) fn whole(messages: &'a [Message]) -> Self {
         Segment::new(messages, 0, messages.len())
@@ -394,6 +421,57 @@ impl<'a> Segment<'a> {
             call_id: call_id.cloned(),
             pending_at_end,
             text,
+        }
+    }
+}
+
+/// A pairing violation's rule, with its provider text for the call id.
+type Wording = (Rule, fn(&CallId) -> String);
+
+/// Pairing by id across a history, for the formats that pair that way (records,
+/// OpenAI Responses), each with its own wording: every call answered by a later
+/// message, every result answering an earlier call and, where the format refuses a
+/// second one, only once.
+struct ById {
+    /// A call no later message answers.
+    unanswered: Wording,
+    /// A result no earlier message called.
+    orphan: Wording,
+    /// A second result for one call, where the format refuses it.
+    duplicate: Option<Wording>,
+}
+
+impl ById {
+    /// Checks `seg`: in message order, a message's calls before its results.
+    /// **O(blocks)** expected.
+    fn check(&self, seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
+        let mut called: HashSet<&CallId> = HashSet::new();
+        let mut answered: HashSet<&CallId> = HashSet::new();
+        for i in seg.indices() {
+            let m = &seg.messages[i];
+            for (k, id, _) in m.calls() {
+                called.insert(id);
+                if !seg.answered_after(i, id) {
+                    let (rule, text) = self.unanswered;
+                    out.push(seg.violation(
+                        rule,
+                        (i, k),
+                        Some(id),
+                        seg.pending_at_end(i),
+                        text(id),
+                    ));
+                }
+            }
+            for (k, id) in m.results() {
+                let broken = if !called.contains(id) {
+                    Some(self.orphan)
+                } else {
+                    self.duplicate.filter(|_| !answered.insert(id))
+                };
+                if let Some((rule, text)) = broken {
+                    out.push(seg.violation(rule, (i, k), Some(id), false, text(id)));
+                }
+            }
         }
     }
 }

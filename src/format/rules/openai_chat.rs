@@ -23,19 +23,9 @@ pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
                     }
                     run.extend(t.results().map(|(_, id)| id));
                 }
-                for (k, id, _) in m.calls() {
-                    if run.contains(id) {
-                        continue;
-                    }
-                    let pending = !seg.answered_after(i, id) && seg.pending_at_end(i);
-                    out.push(seg.violation(
-                        Rule::ChatCallWithoutResponse,
-                        (i, k),
-                        Some(id),
-                        pending,
-                        format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {id}"),
-                    ));
-                }
+                seg.unanswered_calls(i, &run, Rule::ChatCallWithoutResponse, out, |id| {
+                    format!("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {id}")
+                });
             }
             continue;
         }

@@ -5,10 +5,7 @@
 //! `<turn_aborted>` note ([`Message::aborts_turn`](crate::format::Message::aborts_turn))
 //! ended with its turn, and the session goes on from the next user message.
 
-use std::collections::HashSet;
-
-use super::{Rule, RuleViolation, Segment};
-use crate::CallId;
+use super::{ById, Rule, RuleViolation, Segment};
 use crate::format::{Block, Control, Format, Message};
 
 /// `compaction_trigger`: the last input item of a request, with no `id`, never
@@ -47,33 +44,16 @@ pub(super) fn compaction_trigger(
 }
 
 pub(super) fn check(seg: &Segment<'_>, out: &mut Vec<RuleViolation>) {
-    let mut called: HashSet<&CallId> = HashSet::new();
-    for i in seg.indices() {
-        let m = &seg.messages[i];
-        for (k, id, _) in m.calls() {
-            called.insert(id);
-            if !seg.answered_after(i, id) {
-                out.push(seg.violation(
-                    Rule::ResponsesNoOutput,
-                    (i, k),
-                    Some(id),
-                    seg.pending_at_end(i),
-                    format!("No tool output found for function call {id}."),
-                ));
-            }
-        }
-        for (k, id) in m.results() {
-            if !called.contains(id) {
-                out.push(seg.violation(
-                    Rule::ResponsesNoCall,
-                    (i, k),
-                    Some(id),
-                    false,
-                    format!("No tool call found for function call output with call_id {id}."),
-                ));
-            }
-        }
+    ById {
+        unanswered: (Rule::ResponsesNoOutput, |id| {
+            format!("No tool output found for function call {id}.")
+        }),
+        orphan: (Rule::ResponsesNoCall, |id| {
+            format!("No tool call found for function call output with call_id {id}.")
+        }),
+        duplicate: None,
     }
+    .check(seg, out);
     for i in seg.indices() {
         let m = &seg.messages[i];
         if !matches!(m.blocks.last(), Some((Block::Reasoning, _))) {

@@ -181,6 +181,36 @@ fn prefixes(t: &Transcript, skip: &HashSet<u64>) -> Prefixes {
     Prefixes { elements, at }
 }
 
+/// The print of each item (a block with a print that is no reasoning) of `blocks`
+/// (`(block, print)` in log order) -> the prints of the reasoning blocks right before
+/// it; `None` once it came without one (then any place is fine). `binds(r)`: whether
+/// a reasoning block of print `r` binds the item after it. **O(blocks)** expected.
+pub(super) fn followed_reasoning<'b>(
+    blocks: impl Iterator<Item = (&'b Block, u64)>,
+    binds: impl Fn(u64) -> bool,
+) -> HashMap<u64, Option<HashSet<u64>>> {
+    let mut needs: HashMap<u64, Option<HashSet<u64>>> = HashMap::new();
+    let mut previous: Option<(&Block, u64)> = None;
+    for (b, p) in blocks {
+        if p != 0 && !matches!(b, Block::Reasoning) {
+            let r = match previous {
+                Some((Block::Reasoning, r)) if binds(r) => Some(r),
+                _ => None,
+            };
+            let e = needs.entry(p).or_insert_with(|| r.map(|_| HashSet::new()));
+            match (e.as_mut(), r) {
+                (Some(set), Some(r)) => {
+                    set.insert(r);
+                }
+                (Some(_), None) => *e = None,
+                (None, _) => {}
+            }
+        }
+        previous = Some((b, p));
+    }
+    needs
+}
+
 /// The Responses items of `after` with a server `id` that followed a reasoning item
 /// in `before` which, in `after`, is gone from before them or invalidated.
 fn refused_ids(
@@ -190,30 +220,8 @@ fn refused_ids(
     changed_at: Option<usize>,
     out: &mut Vec<Invalidated>,
 ) {
-    // The print of each item -> the reasoning items right before it in `before`;
-    // `None` once it came without one (then any place is fine).
-    let mut needs: HashMap<u64, Option<HashSet<u64>>> = HashMap::new();
-    let mut previous: Option<(&Block, u64)> = None;
-    for (_, m) in live(before) {
-        for (k, (b, _)) in m.blocks.iter().enumerate() {
-            let p = m.prints[k];
-            if p != 0 && !matches!(b, Block::Reasoning) {
-                let r = match previous {
-                    Some((Block::Reasoning, r)) => Some(r),
-                    _ => None,
-                };
-                let e = needs.entry(p).or_insert_with(|| r.map(|_| HashSet::new()));
-                match (e.as_mut(), r) {
-                    (Some(set), Some(r)) => {
-                        set.insert(r);
-                    }
-                    (Some(_), None) => *e = None,
-                    (None, _) => {}
-                }
-            }
-            previous = Some((b, p));
-        }
-    }
+    let blocks = live(before).flat_map(|(_, m)| m.blocks.iter().zip(&m.prints));
+    let needs = followed_reasoning(blocks.map(|((b, _), &p)| (b, p)), |_| true);
     let mut previous: Option<(usize, usize, &Block, u64)> = None;
     for (i, m) in live(after) {
         for (k, (b, _)) in m.blocks.iter().enumerate() {
