@@ -31,7 +31,9 @@ use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
-use crate::compact::strategy::{CLEARED_RESULT_TEXT, StepReport, Summarizer};
+use crate::compact::strategy::{
+    Blocked, CLEARED_RESULT_TEXT, LeftAlone, NoProgress, StepReport, Summarizer,
+};
 use crate::compact::{Entry, Log, Payload, SummaryParts};
 use crate::compact::{Orphan, Unit};
 use crate::{AppendError, CallId};
@@ -102,7 +104,9 @@ pub const MAX_ROUNDS: usize = 3;
 /// met therefore holds for the text returned. A transcript within its budget
 /// already is returned byte for byte, with a report of no steps
 /// ([`PipelineReport::was_within_budget`]): so a run on its own output changes
-/// nothing. **O(len + edits)** per round plus what
+/// nothing. An output that reads back no smaller than the input is not made either:
+/// the input comes back, each step that ran turned into a [`NoProgress`] with
+/// [`Blocked::NotSmaller`]. **O(len + edits)** per round plus what
 /// the stages cost.
 ///
 /// ```
@@ -191,6 +195,32 @@ pub fn run(
             break;
         }
         text = out;
+    }
+    if report.tokens_after >= live && report.ran().any(|r| !r.edits.is_empty()) {
+        // A compaction that does not shrink the log is not made: what the stages
+        // wrote read back no smaller than what it replaced (a summary or digest of a
+        // short region, in the provider's message shape). The input comes back, and
+        // each step that ran says why it was not made.
+        let reason = Blocked::NotSmaller {
+            before: live,
+            after: report.tokens_after,
+        };
+        for step in &mut report.steps {
+            if let Step::Ran(r) = step {
+                *step = Step::NoProgress(NoProgress {
+                    kind: r.kind,
+                    reason: reason.clone(),
+                    tokens: live,
+                    left_alone: LeftAlone::default(),
+                });
+            }
+        }
+        report.tokens_after = live;
+        return Ok(Compacted {
+            text: input.to_owned(),
+            report,
+            rounds,
+        });
     }
     if pipeline.keep_thinking_valid {
         if let Some((out, step)) = keep_thinking_valid(t, &back, &text)? {

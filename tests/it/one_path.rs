@@ -202,6 +202,14 @@ fn passes(label: &str, text: &str, format: Format) {
             let case = format!("{label} {name} at {percent}% ({budget} tokens)");
             let (once, met, _) = run(&case, text, format, &pipeline);
             check_output(&case, &name, format, text, &once);
+            // Never larger: an output that does not shrink the log is not made.
+            let after = format::read(&once, format, &ByteEstimate)
+                .unwrap_or_else(|e| panic!("{case}: {e}"))
+                .live_tokens();
+            assert!(
+                after < live || once == text,
+                "{case}: {live} tokens became {after}"
+            );
             if met {
                 // The fixed point.
                 let (twice, met2, rounds) = run(&case, &once, format, &pipeline);
@@ -523,4 +531,45 @@ fn clear_thinking_keeps_the_latest_thinking_of_a_generated_anthropic_log() {
         &text,
         Format::AnthropicMessages,
     );
+}
+
+/// A compaction whose output reads back no smaller than its input is not made: the
+/// summary of a short first message, in the provider's message shape, is larger than
+/// the message (a stage sizes what it writes by its text). The driver wrote it before
+/// (1016 tokens became 1022 on a generated log); now the input comes back and the
+/// step says why.
+#[test]
+fn a_compaction_that_would_grow_the_log_is_not_made() {
+    let text = r#"[{"role":"system","content":"Be brief."},{"role":"user","content":"list the files"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"a.txt b.txt"},{"role":"assistant","content":"Two files."},{"role":"user","content":"thanks"}]"#;
+    let t = format::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
+    let live = t.live_tokens();
+    let pipeline = Pipeline::one(Strategy::Summarize(Summarize::default()), Some(live - 1));
+    let done = format::edit::run(
+        &t,
+        text,
+        &pipeline,
+        0,
+        &mut Progress::new(),
+        &mut LedgerOnly,
+        &ByteEstimate,
+    )
+    .unwrap();
+    let after = format::read(&done.text, Format::OpenAiChat, &ByteEstimate)
+        .unwrap()
+        .live_tokens();
+    assert!(after <= live, "{live} tokens became {after}");
+    if done.text == text {
+        assert_eq!(done.report.tokens_after, live);
+        assert!(done.report.ran().all(|r| r.edits.is_empty()));
+        assert!(
+            done.report.blocked().any(|n| matches!(
+                n.reason,
+                cutpoint::compact::strategy::Blocked::NotSmaller { .. }
+            )),
+            "{:?}",
+            done.report
+        );
+    } else {
+        assert!(after < live);
+    }
 }
