@@ -341,8 +341,9 @@ def compact(
         lookback: how far (tokens) the cut may move from the target (default: no
             limit with a budget, 15% of the target with a target).
         keep_head: messages pinned at the front, never compacted (default 0).
-        summary: the prose that heads the summary (default "Earlier conversation,
-            compacted."); the ledger always follows it.
+        summary: the prose that heads the summary (the CLI's ``--summary``; default
+            "Earlier conversation, compacted.", none for records); the ledger always
+            follows it.
         direction: ``"back"`` or ``"forward"``, overriding the default above.
 
     Options of the other strategies (every one takes the first five, and ``keep_thinking_valid``):

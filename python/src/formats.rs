@@ -5,7 +5,9 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{Direction, SummaryParts, Unit, Window, summary_text};
+use cutpoint::compact::{
+    Direction, SummaryParts, Unit, Window, estimate_summary_tokens, summary_text,
+};
 use cutpoint::format::loaded::SummarizeError;
 use cutpoint::format::rewrite;
 use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
@@ -286,13 +288,16 @@ struct Summarize {
     lookback: Option<u64>,
     /// Messages (records, for the records format) pinned at the front.
     keep_head: usize,
-    /// Prose that heads the summary's ledger.
-    summary: String,
+    /// Prose that heads the summary's ledger (the CLI's `--summary`); by default the
+    /// CLI's ([`Loaded::summarize`]'s): "Earlier conversation, compacted." on the
+    /// provider formats, none for records JSONL.
+    summary: Option<String>,
     /// Which way to move from the target.
     direction: Option<Direction>,
 }
 
-/// The summary's prose when the caller gives none.
+/// The summary's prose on the provider formats when the caller gives none (as
+/// [`Loaded::summarize`] writes it).
 const DEFAULT_SUMMARY: &str = "Earlier conversation, compacted.";
 
 /// The options `summarize` takes, for the error that names an unknown one.
@@ -306,7 +311,7 @@ impl Summarize {
             target: None,
             lookback: None,
             keep_head: 0,
-            summary: DEFAULT_SUMMARY.to_owned(),
+            summary: None,
             direction: None,
         };
         let Some(options) = options else {
@@ -322,7 +327,7 @@ impl Summarize {
                 "target" => out.target = Some(value.extract()?),
                 "lookback" => out.lookback = Some(value.extract()?),
                 "keep_head" => out.keep_head = value.extract()?,
-                "summary" => out.summary = value.extract()?,
+                "summary" => out.summary = Some(value.extract()?),
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {
@@ -521,12 +526,18 @@ fn summarize(
     let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
     let head_tokens = tokens_before(live.saturating_add(opts.keep_head));
     let len = live + prefix.len() - 1;
-    let count = |units: &[Unit]| counter.get().count(&summary_text(&opts.summary, units));
+    // The records summary's count: the caller's counter when one was given, else
+    // the library's estimate (as the CLI's, so that both write the same bytes).
+    let count = |units: &[Unit]| {
+        counter
+            .count(&summary_text(opts.summary.as_deref().unwrap_or(""), units))
+            .unwrap_or_else(|| estimate_summary_tokens(opts.summary.as_deref(), units))
+    };
     let best = passes(opts, before, head_tokens, len, |target| {
         let done = loaded.summarize(
             &opts.window(target),
             opts.keep_head,
-            Some(&opts.summary),
+            opts.summary.as_deref(),
             Some(&count),
         );
         counter.take_error()?;
@@ -541,13 +552,18 @@ fn summarize(
             Err(SummarizeError::Rewrite(e)) => return Err(errors::rewrite(py, &e)),
             Err(e) => return Err(errors::cutpoint(py, e.to_string())),
         };
-        let (after, summary) = if format.is_json_document() {
+        // (Gemini CLI's summary element takes an id and context from its neighbour:
+        // read back whole, as the JSON lines are.)
+        let (after, summary) = if format.is_json_document() && format != Format::GeminiCli {
             // The summary element exactly as the rewrite writes it into a document
             // (the one ledger renderer's text in the format's shape), read alone to
             // count it: the retained messages keep their counts, so no re-read of
             // the whole output is needed.
             let text = SummaryParts::new(
-                opts.summary.clone(),
+                opts.summary
+                    .as_deref()
+                    .unwrap_or(DEFAULT_SUMMARY)
+                    .to_owned(),
                 done.ledger.clone(),
                 done.orphans.clone(),
             )

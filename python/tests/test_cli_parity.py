@@ -205,11 +205,9 @@ def test_a_bad_records_line_is_the_same_error_from_check_and_compact() -> None:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_python_summarizes_records_as_the_cli_compacts_at_a_target(seed: int, tmp_path: Path) -> None:
-    # One summary at a token target on records JSONL: the same region, and the same
+    # One summary at a token target on records JSONL: the same bytes (the same
+    # region, no prose by default, the count estimated from the ledger), and the same
     # deferral (text included) where there is no legal cut, as for every other format.
-    # (The bytes differ by the summary record's prose and count: the CLI writes no
-    # prose by default and estimates the count from `--summary-tokens` or the ledger,
-    # Python writes its default prose and counts it with the token counter.)
     text = records_log(random.Random(200 + seed), broken=False)
     path = tmp_path / "log.jsonl"
     path.write_text(text)
@@ -226,6 +224,7 @@ def test_python_summarizes_records_as_the_cli_compacts_at_a_target(seed: int, tm
             continue
         assert done.returncode == 0, f"{case}: {done.stderr!r}"
         if report.changed:
+            assert report.messages.encode() == done.stdout, f"{case}: different bytes"
             said = done.stderr.decode().strip().splitlines()[-1]
             assert said.startswith(f"cutpoint: compact records {report.head}..{report.cut} "), case
             kept = [json.loads(line) for line in report.messages.splitlines()[report.head + 1 :]]
