@@ -1,10 +1,12 @@
 //! Reading transcripts. Two groups:
 //!
-//! - `read_transcript`: real agent transcripts (Claude Code session JSONL, Codex rollout
-//!   JSONL) into messages and records, against serde_json's own parse of the same bytes
-//!   in the same run: every line into a `serde_json::Value` (what a naive reader does)
-//!   and every line skipped as `IgnoredAny` (the floor: tokenizing without building
-//!   anything). Throughput is bytes per second of the input.
+//! - `read_transcript`: the largest real agent transcript of every format the fixtures
+//!   hold (Claude Code session JSONL, Codex rollout JSONL, a SWE-agent OpenAI Chat
+//!   trajectory, a Gemini CLI session document) into messages and records, against
+//!   serde_json's own parse of the same bytes in the same run: into a
+//!   `serde_json::Value` (what a naive reader does) and skipped as `IgnoredAny` (the
+//!   floor: tokenizing without building anything), line by line for JSON lines, the
+//!   whole text for a JSON document. Throughput is bytes per second of the input.
 //! - `read_scaling`: every format at 10^3, 10^4 and 10^5 messages of a generated session
 //!   (seeded), read and checked against its provider's rules (what `cutpoint check`
 //!   does). Throughput is messages per second: linear reading keeps it flat as the log
@@ -26,7 +28,25 @@ const FIXTURES: &[(&str, Format)] = &[
         "codex__localpush__rollout-12-54-34-compacted.jsonl",
         Format::CodexRollout,
     ),
+    (
+        "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
+        Format::OpenAiChat,
+    ),
+    (
+        "gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json",
+        Format::GeminiCli,
+    ),
 ];
+
+/// The JSON texts serde_json parses for the baselines: the lines of a JSON lines
+/// file, or the whole of a JSON document.
+fn json_texts(text: &str, fmt: Format) -> Vec<&str> {
+    if fmt.is_json_document() {
+        vec![text]
+    } else {
+        text.lines().filter(|l| !l.trim().is_empty()).collect()
+    }
+}
 
 fn read_fixture(name: &str) -> String {
     let path = format!(
@@ -48,10 +68,11 @@ fn formats(c: &mut Criterion) {
                 black_box(t.total_tokens())
             })
         });
+        let texts = json_texts(&text, fmt);
         group.bench_function(format!("serde_json_value/{short}"), |b| {
             b.iter(|| {
                 let mut n = 0usize;
-                for line in black_box(&text).lines().filter(|l| !l.trim().is_empty()) {
+                for line in black_box(&texts) {
                     let v: serde_json::Value = serde_json::from_str(line).expect("valid JSON");
                     n += v.is_object() as usize;
                 }
@@ -60,7 +81,7 @@ fn formats(c: &mut Criterion) {
         });
         group.bench_function(format!("serde_json_ignored/{short}"), |b| {
             b.iter(|| {
-                for line in black_box(&text).lines().filter(|l| !l.trim().is_empty()) {
+                for line in black_box(&texts) {
                     let _: IgnoredAny = serde_json::from_str(line).expect("valid JSON");
                 }
             })
