@@ -26,13 +26,11 @@ use super::rewrite::{self, RewriteError};
 use super::{
     DeferReport, Format, FormatError, IndexSpace, Keep, NativeCompaction, NativeCut,
     NativeCutError, RuleViolation, TokenCounter, Transcript, check_against, check_rules,
-    defer_at_head, keep_recent_cut,
+    keep_recent_cut,
 };
 use crate::compact::pipeline::{Pipeline, Progress};
 use crate::compact::strategy::Summarizer;
-use crate::compact::{
-    self, ApplyError, Direction, Entry, Log, PlanError, Unit, Window, estimate_summary_tokens,
-};
+use crate::compact::{self, ApplyError, Entry, Log, Unit, Window, estimate_summary_tokens};
 use crate::{AppendError, CallId};
 
 /// A log read in one format, as the jobs take it.
@@ -569,23 +567,9 @@ fn summarize_records(
     summary: Option<&str>,
     summary_tokens: Option<SummaryCount<'_>>,
 ) -> Result<Summarized, SummarizeError> {
-    let plan = log.plan(window).map_err(|e| match e {
-        PlanError::NoLegalCut(defer) => {
-            let report = DeferReport::records(&defer, log.tracker());
-            RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
-                report.searched_forward()
-            } else {
-                report
-            }))
-        }
-        other => RewriteError::Plan(other),
+    let plan = rewrite::plan_summary(&log, window, |defer| {
+        DeferReport::records(defer, log.tracker())
     })?;
-    if plan.region.is_empty() {
-        if let Some(defer) = defer_at_head(log.tracker(), plan.region.start, window) {
-            let report = DeferReport::records(&defer, log.tracker()).reaching_only_the_head();
-            return Err(RewriteError::Deferred(Box::new(report)).into());
-        }
-    }
     let ledger = log.units(&plan);
     let tokens = summary_tokens.map_or_else(
         || estimate_summary_tokens(summary, &ledger),

@@ -23,9 +23,11 @@ use serde_json::{Map, Value, json};
 use super::edit::{self, EditError, TranscriptLog};
 use super::json_doc::{JsonStr, lines, opt_str};
 use super::{DeferReport, Format, Role, Transcript};
-use crate::AppendError;
 use crate::compact::strategy::{Edit, Kind, StepReport};
-use crate::compact::{Direction, Orphan, Plan, PlanError, Unit, Window, estimate_summary_tokens};
+use crate::compact::{
+    Direction, Log, Orphan, Plan, PlanError, Unit, Window, estimate_summary_tokens,
+};
+use crate::{AppendError, Defer};
 
 /// Which message boundary a rewrite was asked to place.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -580,6 +582,41 @@ pub struct Rewritten {
     pub orphans: Vec<Orphan>,
 }
 
+/// The plan of one summary on `log` at `window`, its deferrals told by `tell` (in
+/// records or in messages): the one planning of `compact --target`, on records JSONL
+/// and on the other formats alike. A target past the head that the walk back answers
+/// with the head's end itself defers, as it does one record or message later (issue
+/// 24); an empty plan is left only when nothing defers. **O(log n + r)**.
+///
+/// # Errors
+/// [`RewriteError::Deferred`] when no legal cut lies in the window, or only the
+/// head's end; [`RewriteError::Plan`] when the head is still open.
+pub(crate) fn plan_summary(
+    log: &Log,
+    window: &Window,
+    tell: impl Fn(&Defer) -> DeferReport,
+) -> Result<Plan, RewriteError> {
+    let plan = log.plan(window).map_err(|e| match e {
+        PlanError::NoLegalCut(defer) => {
+            let report = tell(&defer);
+            RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
+                report.searched_forward()
+            } else {
+                report
+            }))
+        }
+        other => RewriteError::Plan(other),
+    })?;
+    if plan.region.is_empty() {
+        if let Some(defer) = super::defer_at_head(log.tracker(), plan.region.start, window) {
+            return Err(RewriteError::Deferred(Box::new(
+                tell(&defer).reaching_only_the_head(),
+            )));
+        }
+    }
+    Ok(plan)
+}
+
 /// Compacts `t` (read from `input`): plans once with [`Log::plan`](crate::compact::Log::plan)
 /// over the live history's log, `keep_head` messages of the live history pinned
 /// (overriding `window.keep_head`, which counts records; a Codex `compacted` message
@@ -604,26 +641,11 @@ pub fn compact(
     let mut window = window.clone();
     window.keep_head = record_of(&built, head_message);
     let tracker = built.log.tracker();
-    let plan = built.log.plan(&window).map_err(|e| match e {
-        PlanError::NoLegalCut(defer) => {
-            let report = DeferReport::messages(&defer, tracker, t, &built.owner);
-            RewriteError::Deferred(Box::new(if window.direction == Direction::Forward {
-                report.searched_forward()
-            } else {
-                report
-            }))
-        }
-        other => RewriteError::Plan(other),
+    let plan = plan_summary(&built.log, &window, |defer| {
+        DeferReport::messages(defer, tracker, t, &built.owner)
     })?;
     if plan.region.is_empty() {
-        // A target past the head that the walk back answers with the head's end
-        // itself defers, as it does one message later (issue 24).
-        return match super::defer_at_head(tracker, plan.region.start, &window) {
-            Some(defer) => Err(RewriteError::Deferred(Box::new(
-                DeferReport::messages(&defer, tracker, t, &built.owner).reaching_only_the_head(),
-            ))),
-            None => Ok(None),
-        };
+        return Ok(None);
     }
     Ok(Some(write(t, input, built, &plan, summary)?))
 }
