@@ -33,10 +33,13 @@ use std::ops::Range;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::json_doc::{JsonStr, describe, lines, opt_str, text_of};
+use super::rewrite::context;
 use super::{
-    Block, FormatError, Message, Role, TokenCounter, anthropic, fingerprint, summary_in_text,
+    Block, Format, FormatError, Message, Role, TokenCounter, anthropic, fingerprint,
+    summary_in_text,
 };
 use crate::CallId;
 
@@ -436,4 +439,165 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
     }
     let main = main.finish();
     Ok(if main.is_empty() { side.finish() } else { main })
+}
+
+// Writing: what a rewrite of a Claude Code file must get right beyond the lines it
+// copies (its compaction boundary and the kept segment Claude Code relinks on load).
+
+/// Where the Claude Code `compact_boundary` line right before byte `end` starts (blank
+/// lines between allowed), or `end` when the line before is not one. **O(line)**.
+pub(crate) fn boundary_before(input: &str, end: usize) -> usize {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<JsonStr<'a>>,
+        #[serde(borrow, default)]
+        subtype: Option<JsonStr<'a>>,
+    }
+    let before = input[..end].trim_end();
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    match serde_json::from_str::<Kind<'_>>(&before[start..]) {
+        Ok(k)
+            if opt_str(&k.kind) == Some("system")
+                && opt_str(&k.subtype) == Some("compact_boundary") =>
+        {
+            start
+        }
+        _ => end,
+    }
+}
+
+/// The links of a Claude Code line.
+#[derive(Deserialize)]
+struct Links<'a> {
+    #[serde(borrow, default)]
+    uuid: Option<JsonStr<'a>>,
+}
+
+/// The links of a Claude Code `compact_boundary` line.
+pub(crate) struct BoundaryLinks {
+    /// Its `parentUuid`: `None` (a new history), or the last line of a pinned head.
+    pub(crate) parent: Option<String>,
+    /// Its `logicalParentUuid`: the last line before it.
+    pub(crate) logical: Option<String>,
+    /// Its own `uuid`.
+    pub(crate) uuid: String,
+    /// The summary line after it (the kept segment's anchor).
+    pub(crate) anchor: String,
+    /// The first and last line of the kept segment, if one is kept.
+    pub(crate) preserved: Option<(String, String)>,
+}
+
+/// A `compact_boundary` line as Claude Code writes its own: `compactMetadata` with the
+/// trigger, the tokens before, and, when a tail is kept, the `preservedSegment`
+/// (`headUuid`, `anchorUuid` the summary, `tailUuid`) that Claude Code relinks on load
+/// (zeroing the kept lines' stale usage), with the context fields of `neighbour`. The
+/// one writer of a boundary, for `--target` rewrites and strategies alike. **O(len)**
+/// of `neighbour`.
+pub(crate) fn compact_boundary(links: BoundaryLinks, tokens: u64, neighbour: &str) -> Value {
+    let mut metadata = json!({"trigger": "manual", "preTokens": tokens});
+    if let (Some((head, tail)), Value::Object(map)) = (&links.preserved, &mut metadata) {
+        map.insert(
+            "preservedSegment".to_owned(),
+            json!({"headUuid": head, "anchorUuid": links.anchor, "tailUuid": tail}),
+        );
+    }
+    let mut boundary = json!({
+        "parentUuid": links.parent,
+        "logicalParentUuid": links.logical,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "isMeta": false,
+        "level": "info",
+        "uuid": links.uuid,
+        "compactMetadata": metadata,
+    });
+    if let Value::Object(map) = &mut boundary {
+        for (k, v) in context(Format::ClaudeCode, neighbour) {
+            map.entry(k).or_insert(v);
+        }
+    }
+    boundary
+}
+
+/// The first and the last `uuid` of the lines of `text`, if any. **O(len)**.
+pub(crate) fn first_and_last_uuid(text: &str) -> Option<(String, String)> {
+    let mut first = None;
+    let mut last = None;
+    for (_, span) in lines(text) {
+        let Ok(links) = serde_json::from_str::<Links<'_>>(&text[span]) else {
+            continue;
+        };
+        if let Some(u) = opt_str(&links.uuid) {
+            if first.is_none() {
+                first = Some(u.to_owned());
+            }
+            last = Some(u.to_owned());
+        }
+    }
+    Some((first?, last?))
+}
+
+/// Keeps the `preservedSegment` of the last `compact_boundary` line of a Claude Code
+/// file true to the file: when a later compaction removed the segment's head or its
+/// tail (it summarized lines after an earlier compaction's summary), the head becomes
+/// the first line after the anchor and the tail the last line with a uuid, so that
+/// Claude Code relinks what is there. A boundary without a segment, or whose head and
+/// tail are both still there, is left byte for byte. **O(len)**; only lines naming a
+/// boundary, the head or the tail are parsed before a refresh.
+pub(crate) fn refresh_preserved_segment(out: &mut String) {
+    // Only lines that name a boundary with a segment, or the segment's head, are
+    // parsed: a file without a segment costs one substring scan.
+    let last = lines(out)
+        .filter(|(_, span)| {
+            let line = &out[span.clone()];
+            line.contains("\"compact_boundary\"") && line.contains("\"preservedSegment\"")
+        })
+        .last()
+        .map(|(_, span)| span);
+    let Some(span) = last else {
+        return;
+    };
+    let Ok(mut boundary) = serde_json::from_str::<Value>(&out[span.clone()]) else {
+        return;
+    };
+    let segment = &boundary["compactMetadata"]["preservedSegment"];
+    let (Some(head), Some(anchor), Some(tail)) = (
+        segment["headUuid"].as_str(),
+        segment["anchorUuid"].as_str(),
+        segment["tailUuid"].as_str(),
+    ) else {
+        return;
+    };
+    let (mut head_there, mut tail_there) = (false, false);
+    for (_, s) in lines(out) {
+        let line = &out[s];
+        if !line.contains(head) && !line.contains(tail) {
+            continue;
+        }
+        if let Ok(links) = serde_json::from_str::<Links<'_>>(line) {
+            let u = opt_str(&links.uuid);
+            head_there |= u == Some(head);
+            tail_there |= u == Some(tail);
+        }
+    }
+    if head_there && tail_there {
+        return;
+    }
+    // The lines after the anchor's line.
+    let rest = &out[span.end..];
+    let after_anchor = lines(rest).find_map(|(_, s)| {
+        let links = serde_json::from_str::<Links<'_>>(&rest[s.clone()]).ok()?;
+        (opt_str(&links.uuid) == Some(anchor)).then_some(s.end)
+    });
+    let Some(from) = after_anchor else {
+        return;
+    };
+    let Some((head, tail)) = first_and_last_uuid(&rest[from..]) else {
+        return;
+    };
+    boundary["compactMetadata"]["preservedSegment"] =
+        json!({"headUuid": head, "anchorUuid": anchor, "tailUuid": tail});
+    out.replace_range(span, &boundary.to_string());
 }

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
-use super::{Block, Format, Role, TokenCounter, Transcript, rewrite};
+use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, rewrite};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
@@ -1001,7 +1001,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                 // summary Claude Code wrote there; its `compact_boundary` gives way
                 // to the one written below (one boundary per summary).
                 None if claude && m == t.live_from() && matches!(plan, MessagePlan::Summary(_)) => {
-                    rewrite::boundary_before(input, first.start)..last.end
+                    claude_code::boundary_before(input, first.start)..last.end
                 }
                 None => first.start..last.end,
             });
@@ -1015,7 +1015,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     // A Claude Code compaction written: where its boundary line goes in `out`, its
     // links, the tokens before, the neighbour it takes its context from; and where
     // the kept segment after its summary starts in `out`.
-    let mut boundary: Option<(usize, rewrite::BoundaryLinks, u64, String)> = None;
+    let mut boundary: Option<(usize, claude_code::BoundaryLinks, u64, String)> = None;
     let mut segment_from: Option<usize> = None;
     for (line_no, span) in lines(input) {
         let body = &input[span.clone()];
@@ -1045,7 +1045,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                         rewrite::uuid(summary, &["summary line", &span.start.to_string()])
                     });
                     if compaction {
-                        let links = rewrite::BoundaryLinks {
+                        let links = claude_code::BoundaryLinks {
                             parent: None,
                             logical: last_uuid.clone(),
                             uuid: rewrite::uuid(
@@ -1100,13 +1100,14 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
         }
     }
     if let Some((at, mut links, tokens, neighbour)) = boundary {
-        links.preserved = segment_from.and_then(|from| rewrite::first_and_last_uuid(&out[from..]));
-        let mut line = rewrite::claude_code_boundary(links, tokens, &neighbour).to_string();
+        links.preserved =
+            segment_from.and_then(|from| claude_code::first_and_last_uuid(&out[from..]));
+        let mut line = claude_code::compact_boundary(links, tokens, &neighbour).to_string();
         line.push('\n');
         out.insert_str(at, &line);
     }
     if claude {
-        rewrite::refresh_preserved_segment(&mut out);
+        claude_code::refresh_preserved_segment(&mut out);
     }
     if !input.ends_with('\n') && out.ends_with('\n') && !input.is_empty() {
         out.pop();
