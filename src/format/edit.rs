@@ -225,8 +225,15 @@ pub fn run(
     if pipeline.keep_thinking_valid {
         if let Some((out, step)) = keep_thinking_valid(t, &back, &text)? {
             text = out;
-            report.tokens_after = reread(&text)?.live_tokens();
+            back = reread(&text)?;
+            report.tokens_after = back.live_tokens();
             report.steps.push(Step::Ran(step));
+        }
+        // Then the Responses items whose reasoning went (the run's, or the strip's):
+        // their server `id` is refused, so it goes.
+        if let Some(out) = strip_refused_ids(t, &back, &text)? {
+            text = out;
+            report.tokens_after = reread(&text)?.live_tokens();
         }
     }
     Ok(Compacted {
@@ -240,8 +247,8 @@ pub fn run(
 /// blocks and reasoning items it invalidates ([`super::invalidated_thinking`]; all of
 /// them come after the first message the rewrite changed, so what is left is valid),
 /// through the one writer, as a `clear-thinking` step. `None` when nothing is
-/// invalid. Items whose server `id` is refused are not handled here (the rule
-/// reports them). `back` is `text` as read back. **O(len)** of the output.
+/// invalid. Items whose server `id` is refused are [`strip_refused_ids`]'s. `back`
+/// is `text` as read back. **O(len)** of the output.
 ///
 /// # Errors
 /// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
@@ -305,6 +312,83 @@ fn keep_thinking_valid(
     };
     let out = write(back, text, &built, &[&step], &log)?;
     Ok(Some((out, step)))
+}
+
+/// [`Pipeline::keep_thinking_valid`]'s last step on `text`, a rewrite of `t` (`back`
+/// as read back): every OpenAI Responses or Codex item with a server `id` whose
+/// reasoning item the rewrite dropped or invalidated (which OpenAI refuses) loses its
+/// `id` field, every other byte kept. `None` when there is none. **O(len)** of the
+/// output.
+///
+/// # Errors
+/// [`EditError::Message`] when such an item is not a JSON object with an `id`.
+fn strip_refused_ids(
+    t: &Transcript,
+    back: &Transcript,
+    text: &str,
+) -> Result<Option<String>, EditError> {
+    let mut splices: Splices = Vec::new();
+    for i in super::invalidated_thinking(t, back) {
+        if !i.server_id {
+            continue;
+        }
+        let Some(span) = back.messages.get(i.message).and_then(|m| m.spans.first()) else {
+            continue;
+        };
+        let line = &text[span.clone()];
+        // A Codex line holds the item under `payload`.
+        let item = match back.format {
+            Format::CodexRollout => field(line, "payload")
+                .map_err(|detail| EditError::Message {
+                    message: i.message,
+                    detail,
+                })?
+                .unwrap_or(0..0),
+            _ => 0..line.len(),
+        };
+        let id = without_field(&line[item.clone()], "id").map_err(|detail| EditError::Message {
+            message: i.message,
+            detail,
+        })?;
+        if let Some(removed) = id {
+            let at = span.start + item.start;
+            splices.push((at + removed.start..at + removed.end, String::new()));
+        }
+    }
+    splices.sort_unstable_by_key(|(r, _)| r.start);
+    splices.dedup_by_key(|(r, _)| r.start);
+    Ok((!splices.is_empty()).then(|| splice(text, splices)))
+}
+
+/// The bytes of the JSON object `text` to remove to drop its field `name`: the key,
+/// its value and the comma that separated it from its neighbour, every other byte
+/// kept; `None` when the object has no such field. **O(len)**.
+///
+/// # Errors
+/// When `text` is not a JSON object.
+fn without_field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
+    let Some(value) = field(text, name)? else {
+        return Ok(None);
+    };
+    let key = serde_json::to_string(name).map_err(|e| e.to_string())?;
+    let before = text[..value.start].trim_end();
+    let key_start = before
+        .strip_suffix(':')
+        .map(str::trim_end)
+        .and_then(|b| b.strip_suffix(key.as_str()))
+        .map(str::len)
+        .ok_or_else(|| format!("field {key} is not written as {key}: value"))?;
+    let after = &text[value.end..];
+    let rest = after.trim_start();
+    Ok(Some(match rest.strip_prefix(',') {
+        // A field followed by another: up to the next key.
+        Some(next) => key_start..text.len() - next.trim_start().len(),
+        // The last field: with the comma before it.
+        None => match text[..key_start].trim_end().strip_suffix(',') {
+            Some(head) => head.len()..value.end,
+            None => key_start..value.end,
+        },
+    }))
 }
 
 /// One round of [`run`]: the pipeline on `t`'s log, written back.

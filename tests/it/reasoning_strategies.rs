@@ -177,18 +177,13 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
                     Ok(done) => {
                         let after = format::read(&done.text, case.format, &ByteEstimate)
                             .unwrap_or_else(|e| panic!("{label}: reads back: {e}"));
-                        let left: Vec<_> = invalidated_thinking(&t, &after)
-                            .into_iter()
-                            .filter(|i| !i.server_id)
-                            .collect();
+                        // Nothing invalid is left, server-id items included (their
+                        // `id` is stripped).
+                        let left = invalidated_thinking(&t, &after);
                         assert!(left.is_empty(), "{label}: still invalid: {left:?}");
                         let kept: BTreeSet<&str> =
                             check_rules(&t).iter().map(|v| v.rule.name()).collect();
                         for v in check_against(&t, &after) {
-                            if v.rule == Rule::ThinkingPrefixChanged {
-                                // Only the server-id items are left to it.
-                                continue;
-                            }
                             assert!(
                                 !NEW_RULES.contains(&v.rule) && kept.contains(v.rule.name()),
                                 "{label}: {v}"
@@ -234,4 +229,78 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
     for (name, [runs, without, met, refused, met_without]) in &rows {
         println!("| {name} | {runs} | {without} | {met_without} | {met} | {refused} |");
     }
+}
+
+/// `keep_thinking_valid` strips the server `id` of every OpenAI Responses item whose
+/// reasoning item went (OpenAI refuses such an item until its `id` is stripped),
+/// every other byte of the item kept: here a `clear` of the first turn's result
+/// changes the prefix of the second turn's reasoning, which is stripped, and the
+/// call after it keeps its `call_id` but loses its `id`. The real rollouts carry no
+/// server ids, so this log is written from the documented shapes.
+#[test]
+fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
+    use cutpoint::compact::pipeline::{Pipeline, Progress};
+    use cutpoint::compact::strategy::{Clear, LedgerOnly};
+    let big = "x".repeat(4000);
+    let items = [
+        r#"{"type":"message","role":"user","content":"list the files"}"#.to_owned(),
+        r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA1"}"#.to_owned(),
+        r#"{"type":"function_call","id":"fc_1","call_id":"call_1","name":"ls","arguments":"{}"}"#
+            .to_owned(),
+        format!(r#"{{"type":"function_call_output","call_id":"call_1","output":"{big}"}}"#),
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Many."}]}"#
+            .to_owned(),
+        r#"{"type":"message","role":"user","content":"count them"}"#.to_owned(),
+        r#"{"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gAAA2"}"#.to_owned(),
+        r#"{"type":"function_call","id":"fc_2","call_id":"call_2","name":"wc","arguments":"{}"}"#
+            .to_owned(),
+        r#"{"type":"function_call_output","call_id":"call_2","output":"4000"}"#.to_owned(),
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"4000."}]}"#
+            .to_owned(),
+        r#"{"type":"message","role":"user","content":"thanks"}"#.to_owned(),
+    ];
+    let text = format!("[{}]", items.join(",\n"));
+    let f = Format::OpenAiResponses;
+    let t = format::read(&text, f, &ByteEstimate).unwrap();
+    let live = t.live_tokens();
+    let clear = Strategy::Clear(Clear::default().keep_tool_uses(1));
+    let run = |pipeline: &Pipeline| {
+        format::edit::run(
+            &t,
+            &text,
+            pipeline,
+            0,
+            &mut Progress::new(),
+            &mut LedgerOnly,
+            &ByteEstimate,
+        )
+        .unwrap()
+    };
+    let plain = Pipeline::one(clear, Some(live / 2));
+    let without = run(&plain);
+    let back = format::read(&without.text, f, &ByteEstimate).unwrap();
+    assert!(
+        invalidated_thinking(&t, &back).iter().any(|i| !i.server_id),
+        "the clear invalidates the second turn's reasoning"
+    );
+    let done = run(&plain.clone().keep_thinking_valid(true));
+    let after = format::read(&done.text, f, &ByteEstimate).unwrap();
+    assert_eq!(invalidated_thinking(&t, &after), []);
+    assert!(
+        check_against(&t, &after)
+            .iter()
+            .all(|v| v.rule != Rule::ThinkingPrefixChanged),
+        "{:?}",
+        check_against(&t, &after)
+    );
+    // The call lost its id, and nothing else.
+    assert!(!done.text.contains(r#""id":"rs_2""#));
+    assert!(!done.text.contains(r#""id":"fc_2""#));
+    assert!(
+        done.text.contains(
+            r#"{"type":"function_call","call_id":"call_2","name":"wc","arguments":"{}"}"#
+        ),
+        "{}",
+        done.text
+    );
 }
