@@ -22,9 +22,7 @@ use serde_json::{Map, Value, json};
 use super::edit::{self, EditError, TranscriptLog};
 use super::{DeferReport, Format, Role, Transcript};
 use crate::compact::strategy::{Edit, Kind, StepReport};
-use crate::compact::{
-    Direction, Log, Orphan, Plan, PlanError, Unit, Window, estimate_summary_tokens,
-};
+use crate::compact::{Direction, Log, Orphan, Plan, PlanError, Unit, Window, estimate_tokens};
 use crate::{AppendError, Defer};
 
 /// Which message boundary a rewrite was asked to place.
@@ -359,8 +357,11 @@ fn write(
         });
     }
     let mut log = std::mem::take(&mut built.log);
-    let units = log.units(plan);
-    let tokens = estimate_summary_tokens(Some(summary), &units);
+    // The summary record's count, by the estimate (the written message is counted
+    // again when the output is read), without collecting the units twice.
+    let tokens = log
+        .units_estimate(plan)
+        .saturating_add(estimate_tokens(summary));
     let mut step = StepReport::new(Kind::Summarize, &log);
     step.edits.push(Edit::Replaced {
         start: plan.region.start,
