@@ -142,6 +142,7 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
     eprintln!("cutpoint: {}", done.done);
+    crate::strategy::warn_invalidated(&done.invalidated);
     // A closed stdout (`| head`) is not worth a panic.
     let _ = io::stdout().lock().write_all(done.summary.text.as_bytes());
     ExitCode::SUCCESS

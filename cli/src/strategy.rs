@@ -8,7 +8,7 @@ use std::process::ExitCode;
 pub(crate) use cutpoint::compact::pipeline::Choice;
 use cutpoint::compact::pipeline::{PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{ClearInputs, Kind, NoProgress, Prose, SummaryRequest};
-use cutpoint::format::{ByteEstimate, Format};
+use cutpoint::format::{ByteEstimate, Format, Invalidated};
 use serde_json::{Value, json};
 
 use crate::exit;
@@ -142,7 +142,7 @@ pub(crate) fn run(
         &mut prose,
         &ByteEstimate,
     ) {
-        Ok(done) => finish(args, &done.report, || {
+        Ok(done) => finish(args, &done.report, &done.invalidated, || {
             let mut out = io::stdout().lock();
             // A closed stdout (`| head`) is not worth a panic.
             let _ = out.write_all(done.text.as_bytes());
@@ -158,7 +158,16 @@ pub(crate) fn run(
 
 /// Prints the report (JSON lines with `--report`, one line otherwise) and the log,
 /// and picks the exit status: 3, with nothing on stdout, when the budget is not met.
-fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) -> ExitCode {
+///
+/// An output that invalidates thinking or reasoning for its provider's prefix binding
+/// is said so on stderr (`invalidated_thinking` in the `--report` line), with the
+/// first such block: the provider refuses it, or drops it silently.
+fn finish(
+    args: &StrategyArgs,
+    report: &PipelineReport,
+    invalidated: &[Invalidated],
+    print: impl FnOnce(),
+) -> ExitCode {
     if report.was_within_budget() {
         if args.report {
             eprintln!(
@@ -194,6 +203,7 @@ fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) ->
                 "tokens_before": report.tokens_before,
                 "tokens_after": report.tokens_after,
                 "met_budget": report.met_budget(),
+                "invalidated_thinking": invalidated.len(),
             })
         );
     } else {
@@ -212,6 +222,7 @@ fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) ->
         }
     }
     if report.met_budget() {
+        warn_invalidated(invalidated);
         print();
         return ExitCode::SUCCESS;
     }
@@ -233,6 +244,24 @@ fn finish(args: &StrategyArgs, report: &PipelineReport, print: impl FnOnce()) ->
         }
     );
     ExitCode::from(exit::DEFER)
+}
+
+/// Says on stderr that a printed output invalidates thinking or reasoning bound to
+/// its prefix, naming the first such block. Nothing when there is none.
+pub(crate) fn warn_invalidated(invalidated: &[Invalidated]) {
+    let Some(first) = invalidated.first() else {
+        return;
+    };
+    eprintln!(
+        "cutpoint: warning: the output invalidates {} thinking block(s) or reasoning item(s) bound to their prefix (the first on line {}, message {}{}): the provider refuses them or drops them; --keep-thinking-valid strips them",
+        invalidated.len(),
+        first.line,
+        first.message,
+        first
+            .changed_at
+            .map(|m| format!(", whose prefix changed at message {m}"))
+            .unwrap_or_default()
+    );
 }
 
 fn left_alone(r: &cutpoint::compact::strategy::LeftAlone) -> Value {

@@ -219,6 +219,11 @@ class Compaction:
         ledger: (``"summarize"``) the tool calls the summary covers, in call order.
         summary: (``"summarize"``) the summary message (a dict in the input's
             shape), or ``None``.
+        invalidated_thinking: how many thinking blocks and reasoning items the
+            output invalidates for their provider's prefix binding (Anthropic
+            preserved thinking, OpenAI reasoning items): the provider refuses them
+            or drops them. 0 when nothing changed, and with
+            ``keep_thinking_valid=True``, which strips them.
     """
 
     messages: Any
@@ -235,6 +240,7 @@ class Compaction:
     summarized_tokens: Optional[int] = None
     ledger: List[LedgerEntry] = field(default_factory=list)
     summary: Optional[Dict[str, Any]] = None
+    invalidated_thinking: int = 0
 
 
 def _unchanged(log: LogLike) -> Any:
@@ -284,6 +290,7 @@ def compact_report(
         met_budget=result["met_budget"],
         steps=result["steps"],
         rounds=result["rounds"],
+        invalidated_thinking=result["invalidated_thinking"],
     )
     if not result["changed"]:
         return Compaction(

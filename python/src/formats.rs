@@ -393,6 +393,9 @@ struct Outcome {
     ledger: Vec<Unit>,
     /// The summary message (line) as JSON text.
     summary: Option<String>,
+    /// How many thinking blocks and reasoning items the output invalidates for their
+    /// provider's prefix binding (`format::Summarized::invalidated`).
+    invalidated: usize,
 }
 
 impl Outcome {
@@ -406,6 +409,7 @@ impl Outcome {
             summarized_tokens: 0,
             ledger: Vec::new(),
             summary: None,
+            invalidated: 0,
         }
     }
 }
@@ -541,8 +545,8 @@ fn summarize(
             Some(&count),
         );
         counter.take_error()?;
-        let done = match done.map(|d| d.summary) {
-            Ok(done) if done.head == done.cut => return Ok(Step::Nothing),
+        let (done, invalidated) = match done.map(|d| (d.summary, d.invalidated.len())) {
+            Ok((done, _)) if done.head == done.cut => return Ok(Step::Nothing),
             Ok(done) => done,
             Err(SummarizeError::Rewrite(
                 e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_)),
@@ -599,6 +603,7 @@ fn summarize(
                 ledger: done.ledger,
                 summary,
                 text: Some(done.text),
+                invalidated,
             },
         }))
     })?;
@@ -612,7 +617,9 @@ fn summarize(
 /// `[]` for `summarize`), and for `summarize` only (`None` or `[]` otherwise):
 /// `head`, `cut`, `summarized_tokens`, `ledger` (dicts: `call_id`, `tool`,
 /// `arguments`, `status`, `first_line`), `summary` (the summary message as JSON
-/// text). **O(len)** per pass for `summarize` (at most `BUDGET_PASSES` passes to meet
+/// text), and `invalidated_thinking` (how many thinking blocks and reasoning items the
+/// output invalidates for their provider's prefix binding; 0 with
+/// `keep_thinking_valid`). **O(len)** per pass for `summarize` (at most `BUDGET_PASSES` passes to meet
 /// a budget); **O(len)** plus what the stages cost for the others.
 #[pyfunction]
 #[pyo3(signature = (text, format = "auto", strategy = "summarize", options = None, token_counter = None))]
@@ -661,6 +668,7 @@ pub(crate) fn compact<'py>(
             }
             dict.set_item("ledger", ledger)?;
             dict.set_item("summary", outcome.summary)?;
+            dict.set_item("invalidated_thinking", outcome.invalidated)?;
         }
         Strategy::Pipeline(choice) => {
             let opts = Options::from_dict(choice, options.as_ref())?;
@@ -682,6 +690,7 @@ pub(crate) fn compact<'py>(
             dict.set_item("summarized_tokens", py.None())?;
             dict.set_item("ledger", PyList::empty(py))?;
             dict.set_item("summary", py.None())?;
+            dict.set_item("invalidated_thinking", ran.invalidated)?;
         }
     }
     Ok(dict)

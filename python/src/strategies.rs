@@ -251,6 +251,9 @@ pub(crate) struct Ran {
     /// How many times the pipeline ran (more than once when an output read back
     /// over the budget: [`format::edit::run`](cutpoint::format::edit::run)).
     pub(crate) rounds: usize,
+    /// How many thinking blocks and reasoning items the output invalidates for their
+    /// provider's prefix binding (`format::edit::Compacted::invalidated`).
+    pub(crate) invalidated: usize,
 }
 
 impl Ran {
@@ -324,6 +327,7 @@ pub(crate) fn run(
         tokens_before,
         report: done.report,
         rounds: done.rounds,
+        invalidated: if edited { done.invalidated.len() } else { 0 },
     })
 }
 

@@ -82,6 +82,12 @@ pub struct Compacted {
     /// (the text is the input), 1, or more when the written output read back over the
     /// budget.
     pub rounds: usize,
+    /// The thinking blocks and reasoning items of the text that the run invalidates
+    /// for their provider's prefix binding ([`invalidated_thinking`](super::invalidated_thinking)):
+    /// the provider refuses them, or drops them silently. Empty with
+    /// [`Pipeline::keep_thinking_valid`], which strips them, and when nothing was
+    /// written; the CLI says so on stderr. **O(blocks)** to compute, once per run.
+    pub invalidated: Vec<super::Invalidated>,
 }
 
 /// The most rounds [`run`] makes to bring a written output under its budget.
@@ -157,6 +163,7 @@ pub fn run(
             text: input.to_owned(),
             report: PipelineReport::within_budget(live, pipeline.budget),
             rounds: 0,
+            invalidated: Vec::new(),
         });
     }
     let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
@@ -220,27 +227,55 @@ pub fn run(
             text: input.to_owned(),
             report,
             rounds,
+            invalidated: Vec::new(),
         });
     }
     if pipeline.keep_thinking_valid {
-        if let Some((out, step)) = keep_thinking_valid(t, &back, &text)? {
-            text = out;
-            back = reread(&text)?;
-            report.tokens_after = back.live_tokens();
-            report.steps.push(Step::Ran(step));
-        }
-        // Then the Responses items whose reasoning went (the run's, or the strip's):
-        // their server `id` is refused, so it goes.
-        if let Some(out) = strip_refused_ids(t, &back, &text)? {
-            text = out;
-            report.tokens_after = reread(&text)?.live_tokens();
-        }
+        let (out, out_back, step) = keep_valid(t, text, back, counter)?;
+        (text, back) = (out, out_back);
+        report.tokens_after = back.live_tokens();
+        report.steps.extend(step.map(Step::Ran));
     }
+    let invalidated = super::invalidated_thinking(t, &back);
     Ok(Compacted {
         text,
         report,
         rounds,
+        invalidated,
     })
+}
+
+/// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t` (`back`, as read back
+/// with `counter`): the invalidated thinking stripped ([`keep_thinking_valid`]), then
+/// the refused server ids ([`strip_refused_ids`]); the text, as read back, and the
+/// `clear-thinking` step, if any. The one place both routes (a pipeline, a summary at
+/// a target) keep thinking valid. **O(len)** of the output.
+///
+/// # Errors
+/// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
+/// message's thinking would go; an output that does not read back.
+pub(crate) fn keep_valid(
+    t: &Transcript,
+    mut text: String,
+    mut back: Transcript,
+    counter: &dyn TokenCounter,
+) -> Result<(String, Transcript, Option<StepReport>), EditError> {
+    let reread = |text: &str| {
+        super::read(text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))
+    };
+    let mut step = None;
+    if let Some((out, s)) = keep_thinking_valid(t, &back, &text)? {
+        text = out;
+        back = reread(&text)?;
+        step = Some(s);
+    }
+    // Then the Responses items whose reasoning went (the run's, or the strip's): their
+    // server `id` is refused, so it goes.
+    if let Some(out) = strip_refused_ids(t, &back, &text)? {
+        text = out;
+        back = reread(&text)?;
+    }
+    Ok((text, back, step))
 }
 
 /// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t`: strips the thinking

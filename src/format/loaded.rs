@@ -116,6 +116,11 @@ pub struct Summarized {
     /// positions are records, and no orphans are listed); `head == cut` when nothing
     /// was compacted, the text then the input.
     pub summary: Rewritten,
+    /// The thinking blocks and reasoning items of the text that the summary
+    /// invalidates for their provider's prefix binding (as
+    /// [`Compacted::invalidated`](super::edit::Compacted::invalidated)); empty for
+    /// records JSONL and when nothing was compacted.
+    pub invalidated: Vec<super::Invalidated>,
 }
 
 /// One violation [`Loaded::check`] found.
@@ -382,6 +387,7 @@ impl<'a> Loaded<'a> {
         let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
             let head = transcript.live_from().saturating_add(keep_head);
             return Ok(Summarized {
+                invalidated: Vec::new(),
                 done: "nothing to compact past the pinned head".to_owned(),
                 summary: Rewritten {
                     text: input.to_owned(),
@@ -397,7 +403,13 @@ impl<'a> Loaded<'a> {
             0 => String::new(),
             n => format!(", {n} orphan results listed"),
         };
+        // What the summary invalidates: the output read back (the blocks' tokens
+        // play no part in it).
+        let invalidated = super::read(&done.text, transcript.format, &super::ByteEstimate)
+            .map(|back| super::invalidated_thinking(transcript, &back))
+            .unwrap_or_default();
         Ok(Summarized {
+            invalidated,
             done: format!(
                 "summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
                 done.head,
@@ -448,10 +460,12 @@ impl<'a> Loaded<'a> {
             write_records(&log)
         };
         let rounds = usize::from(!report.was_within_budget());
+        // Records JSONL: no record is bound to its prefix by a signature.
         Ok(Compacted {
             text,
             report,
             rounds,
+            invalidated: Vec::new(),
         })
     }
 
@@ -579,6 +593,7 @@ fn summarize_records(
     log.apply(&plan, summary.map(str::to_owned), tokens)?;
     Ok(Summarized {
         done,
+        invalidated: Vec::new(),
         summary: Rewritten {
             text: write_records(&log),
             head: plan.region.start,

@@ -474,6 +474,12 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
             .and_then(|n| n.trim().parse().ok())
             .expect("stats prints tokens")
     };
+    // The count in the warning a printed output comes with, if any.
+    let warned = |stderr: &[u8]| -> Option<usize> {
+        let err = text(stderr);
+        let rest = err.split("warning: the output invalidates ").nth(1)?;
+        rest.split_whitespace().next()?.parse().ok()
+    };
     let claude = root("tests/fixtures/transcripts/claude-code__spotter__4d5611e5-main.jsonl")
         .display()
         .to_string();
@@ -489,9 +495,17 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
         ];
         let plain = cutpoint(&args, b"");
         assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
+        let changed = prefix_changed(&claude, &plain.stdout, strategy);
         assert!(
-            prefix_changed(&claude, &plain.stdout, strategy) > 0,
+            changed > 0,
             "{strategy}: the plain output invalidates thinking (the check can fail)"
+        );
+        // The plain run says so itself, with the count `check --before` finds.
+        assert_eq!(
+            warned(&plain.stderr),
+            Some(changed),
+            "{strategy}: {}",
+            text(&plain.stderr)
         );
         let mut keep = args.to_vec();
         keep.push("--keep-thinking-valid");
@@ -502,11 +516,28 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
             0,
             "{strategy}"
         );
+        assert_eq!(warned(&kept.stderr), None, "{}", text(&kept.stderr));
         assert!(
             kept.stdout.len() < plain.stdout.len(),
             "{strategy}: thinking stripped"
         );
     }
+    // One summary at a target says the same of what it writes.
+    let target = (tokens(&claude) * 60 / 100).to_string();
+    let at_target = cutpoint(&["compact", "--target", &target, &claude], b"");
+    assert_eq!(
+        at_target.status.code(),
+        Some(0),
+        "{}",
+        text(&at_target.stderr)
+    );
+    let changed = prefix_changed(&claude, &at_target.stdout, "target");
+    assert_eq!(
+        warned(&at_target.stderr).unwrap_or(0),
+        changed,
+        "{}",
+        text(&at_target.stderr)
+    );
     let codex =
         root("tests/fixtures/transcripts/codex__localpush__rollout-12-41-04-parallel7.jsonl")
             .display()
