@@ -88,9 +88,81 @@ pub struct UsedIds {
     recent: HashTable<Fingerprint>,
     /// Fingerprints `recent` holds when it is frozen: 7/8 of its buckets.
     recent_max: usize,
-    frozen: Vec<HashTable<Fingerprint>>,
+    frozen: Vec<Run>,
     frozen_len: usize,
     filter: BlockFilter,
+}
+
+/// A frozen `recent` table, as a flat array of its fingerprints grouped by the top
+/// `bits` bits of their second word (a counting sort: two passes, no
+/// comparisons), with where each group starts. The groups come in the filter's block
+/// order, so adding a run to the filter writes it front to back; a lookup reads one
+/// start and scans one group (about 28 fingerprints, 7 cache lines in a row, for a
+/// run of 28,672). 16 bytes per fingerprint plus 4 per group: no control bytes and
+/// no empty buckets, against a hash table's 19.4 at 7/8 load.
+///
+/// Invariants (checked by `UsedIds::check`): `starts` has `2^bits + 1` entries,
+/// starts at 0, never decreases and ends at `fps.len()`; every fingerprint lies in
+/// its group.
+#[derive(Clone)]
+struct Run {
+    fps: Box<[Fingerprint]>,
+    starts: Box<[u32]>,
+    bits: u32,
+}
+
+impl Run {
+    /// Group bits for a run of `len` fingerprints: about 16 per group, at least one
+    /// group. **O(1)**.
+    fn bits_for(len: usize) -> u32 {
+        len.max(1).ilog2().saturating_sub(4)
+    }
+
+    /// The group of a fingerprint: the top `bits` bits of its second word. **O(1)**.
+    #[inline]
+    fn group(bits: u32, fp: &Fingerprint) -> usize {
+        fp.1.checked_shr(64 - bits).unwrap_or(0) as usize
+    }
+
+    /// The run of `table`'s fingerprints, grouped by a counting sort. **O(R)** for `R`
+    /// fingerprints, plus **O(2^bits)**.
+    fn from_table(table: &HashTable<Fingerprint>) -> Run {
+        let bits = Run::bits_for(table.len());
+        let groups = 1usize << bits;
+        let mut starts = vec![0u32; groups + 1];
+        for fp in table {
+            starts[Run::group(bits, fp) + 1] += 1;
+        }
+        for g in 0..groups {
+            starts[g + 1] += starts[g];
+        }
+        let mut next: Vec<u32> = starts[..groups].to_vec();
+        let mut fps = vec![Fingerprint(0, 0); table.len()];
+        for fp in table {
+            let slot = &mut next[Run::group(bits, fp)];
+            fps[*slot as usize] = *fp;
+            *slot += 1;
+        }
+        Run {
+            fps: fps.into_boxed_slice(),
+            starts: starts.into_boxed_slice(),
+            bits,
+        }
+    }
+
+    /// Whether `fp` is in the run. **O(1)** expected (one group), **O(R)** when the
+    /// second words are chosen to share their top bits.
+    #[inline]
+    fn contains(&self, fp: &Fingerprint) -> bool {
+        let g = Run::group(self.bits, fp);
+        let (lo, hi) = (self.starts[g] as usize, self.starts[g + 1] as usize);
+        self.fps[lo..hi].contains(fp)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.fps.len() * std::mem::size_of::<Fingerprint>()
+            + self.starts.len() * std::mem::size_of::<u32>()
+    }
 }
 
 impl Default for UsedIds {
@@ -109,7 +181,8 @@ impl UsedIds {
     /// An empty set whose `recent` table freezes at 7/8 of `buckets` (a power of two,
     /// at least 8; other values are rounded up to one). Tests use tiny tables to force
     /// many freezes. **O(1)**.
-    pub(crate) fn with_recent_buckets(buckets: usize) -> Self {
+    #[doc(hidden)]
+    pub fn with_recent_buckets(buckets: usize) -> Self {
         let buckets = buckets.max(8).next_power_of_two();
         UsedIds {
             recent: HashTable::new(),
@@ -179,44 +252,43 @@ impl UsedIds {
     pub(crate) fn iter(&self) -> impl Iterator<Item = Fingerprint> + '_ {
         self.recent
             .iter()
-            .chain(self.frozen.iter().flat_map(|t| t.iter()))
+            .chain(self.frozen.iter().flat_map(|r| r.fps.iter()))
             .copied()
     }
 
-    /// Heap bytes held: the tables (buckets of 17 bytes plus a trailing group of
-    /// control bytes), the list of frozen tables, and the filter. **O(1)**.
+    /// Heap bytes held: the recent table (buckets of 17 bytes plus a trailing group
+    /// of control bytes), the frozen runs (16 bytes per fingerprint and 4 per group),
+    /// the list of runs, and the filter. **O(1)**: every run has the same size.
     pub fn heap_bytes(&self) -> usize {
         table_bytes(self.recent.capacity())
-            + self.frozen.len() * table_bytes(self.recent_max)
-            + self.frozen.capacity() * std::mem::size_of::<HashTable<Fingerprint>>()
+            + self.frozen.first().map_or(0, Run::heap_bytes) * self.frozen.len()
+            + self.frozen.capacity() * std::mem::size_of::<Run>()
             + self.filter.heap_bytes()
     }
 
-    /// Moves the full `recent` table to the frozen list and adds its fingerprints to the
-    /// filter (rebuilding a filter twice as large when it would pass its size).
-    /// **O(R)**, plus **O(n)** at a doubling: **O(1)** amortized per fingerprint.
+    /// Copies the full `recent` table into a frozen [`Run`], adds its fingerprints to
+    /// the filter (rebuilding a filter twice as large when it would pass its size),
+    /// and empties `recent`, keeping its allocation: after the first freeze no insert
+    /// grows a table or touches a fresh page for it. **O(R)**, plus **O(n)** at a
+    /// doubling: **O(1)** amortized per fingerprint.
     fn freeze(&mut self) {
-        // The next `recent` grows from empty again, as the first did: a log that
-        // passes one freeze by a little does not pay for a whole empty table (at 10^5
-        // records that was 2 bytes per record). Growing rehashes, O(1) amortized.
-        let full = std::mem::take(&mut self.recent);
-        let after = self.frozen_len + full.len();
+        let run = Run::from_table(&self.recent);
+        let after = self.frozen_len + run.fps.len();
         if after > self.filter.keys {
             let mut keys = self.filter.keys.max(2 * self.recent_max);
             while keys < after {
                 keys *= 2;
             }
             let mut filter = BlockFilter::for_keys(keys);
-            let mut scratch = Vec::with_capacity(self.recent_max);
-            for table in &self.frozen {
-                filter.insert_table(table, &mut scratch);
+            for r in &self.frozen {
+                filter.insert_run(r);
             }
             self.filter = filter;
         }
-        self.filter
-            .insert_table(&full, &mut Vec::with_capacity(self.recent_max));
+        self.filter.insert_run(&run);
         self.frozen_len = after;
-        self.frozen.push(full);
+        self.frozen.push(run);
+        self.recent.clear();
     }
 
     /// Checks the invariants in the type doc. Panics with a description if one fails.
@@ -230,12 +302,24 @@ impl UsedIds {
         ensure_eq!(seen.len(), self.len(), "len counts every table");
         ensure_eq!(
             self.frozen_len,
-            self.frozen.iter().map(|t| t.len()).sum::<usize>(),
+            self.frozen.iter().map(|t| t.fps.len()).sum::<usize>(),
             "frozen_len is the frozen tables' total"
         );
-        for t in &self.frozen {
-            ensure_eq!(t.len(), self.recent_max, "a frozen table is full");
-            for fp in t {
+        for r in &self.frozen {
+            ensure_eq!(r.fps.len(), self.recent_max, "a frozen run is full");
+            ensure_eq!(r.starts.len(), (1 << r.bits) + 1, "one start per group");
+            ensure!(
+                r.starts.first() == Some(&0)
+                    && r.starts.last() == Some(&(r.fps.len() as u32))
+                    && r.starts.windows(2).all(|w| w[0] <= w[1]),
+                "the groups cover the run in order"
+            );
+            for g in 0..1 << r.bits {
+                for fp in &r.fps[r.starts[g] as usize..r.starts[g + 1] as usize] {
+                    ensure_eq!(Run::group(r.bits, fp), g, "{fp:?} is in its group");
+                }
+            }
+            for fp in r.fps.iter() {
                 ensure!(self.filter.may_contain(fp.1), "the filter has {fp:?}");
             }
         }
@@ -251,12 +335,8 @@ fn first_word(fp: &Fingerprint) -> u64 {
 
 /// Whether `fp` is in a frozen table: the filter first, then the tables newest first
 /// (a repeated id is most often a recent one).
-fn in_frozen(filter: &BlockFilter, frozen: &[HashTable<Fingerprint>], fp: &Fingerprint) -> bool {
-    filter.may_contain(fp.1)
-        && frozen
-            .iter()
-            .rev()
-            .any(|t| t.find(fp.0, |k| k == fp).is_some())
+fn in_frozen(filter: &BlockFilter, frozen: &[Run], fp: &Fingerprint) -> bool {
+    filter.may_contain(fp.1) && frozen.iter().rev().any(|r| r.contains(fp))
 }
 
 /// Bytes of a `hashbrown` table of fingerprints with this capacity: buckets are the
@@ -324,17 +404,13 @@ impl BlockFilter {
         }
     }
 
-    /// Adds the second word of every fingerprint in `table`, in block order: the
-    /// blocks are then written front to back, a few per page, instead of one page
-    /// (a TLB miss, a cache miss) per key; sorting `R` words in L2 costs less.
-    /// **O(R log R)**, with `scratch` reused.
-    fn insert_table(&mut self, table: &HashTable<Fingerprint>, scratch: &mut Vec<u64>) {
-        scratch.clear();
-        scratch.extend(table.iter().map(|fp| fp.1));
-        // The block is monotone in the key's high bits.
-        scratch.sort_unstable();
-        for &key in scratch.iter() {
-            self.insert(key);
+    /// Adds the second word of every fingerprint in `run`. The run is grouped by the
+    /// words' top bits and the block is monotone in them, so the blocks are written
+    /// front to back, a few per page, instead of one page (a TLB miss, a cache miss)
+    /// per key. **O(R)**.
+    fn insert_run(&mut self, run: &Run) {
+        for fp in run.fps.iter() {
+            self.insert(fp.1);
         }
     }
 
@@ -445,13 +521,17 @@ mod tests {
         for i in 0..10_000 {
             used.insert(fp(mix(i), mix(!i)));
         }
-        // 11 frozen tables of 1,024 buckets, a recent one, a filter of 2 bytes per key.
-        let tables = 12 * (1024 * 17 + 16);
-        assert!(used.heap_bytes() >= tables, "{}", used.heap_bytes());
+        // 11 frozen runs of 896 fingerprints (16 bytes each) in 2^5 groups, the recent
+        // table of 1,024 buckets, the list of runs, a filter of 2-4 bytes per key.
+        assert_eq!(used.frozen.len(), 11);
+        let runs = 11 * (896 * 16 + 33 * 4);
+        let recent = 1024 * 17 + 16;
+        let list = used.frozen.capacity() * std::mem::size_of::<Run>();
+        let filter = used.filter.blocks.len() * 32;
+        assert_eq!(used.heap_bytes(), runs + recent + list + filter);
         assert!(
-            used.heap_bytes() <= tables + 10_000 * 4 + 16 * 32,
-            "{}",
-            used.heap_bytes()
+            (11 * 896 * 2..=11 * 896 * 4 + 32).contains(&filter),
+            "{filter}"
         );
     }
 
