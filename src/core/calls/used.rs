@@ -13,20 +13,25 @@
 //!
 //! - `recent`: a table of at most [`RECENT_BUCKETS`] buckets (filled to 7/8), small
 //!   enough for L2. Every insert lands here.
-//! - `frozen`: when `recent` is full it is moved, as is (no rehash, no sort), to a
-//!   list of frozen tables, and a fresh `recent` starts at full size.
+//! - `frozen`: when `recent` is full its fingerprints are copied into a flat *run*
+//!   (16 bytes each, grouped by the top bits of the second word with a counting sort:
+//!   two passes, no comparisons) and `recent` starts again (from empty for the first
+//!   [`KEEP_RECENT_AFTER`] runs, then in its old allocation: no rehash, no fresh page).
 //! - `filter`: a split-block Bloom filter (Parquet's SBBF: 256-bit blocks of eight
 //!   32-bit words, one bit set per word) over every frozen fingerprint, at about
 //!   [`FILTER_BITS_PER_KEY`] bits per key, keyed by the fingerprint's *second* word
-//!   (already keyed and uniformly mixed, and independent of the first word the tables
-//!   use, so no rehash). A probe reads one 32-byte block. It grows by doubling,
-//!   rebuilt from the frozen tables: **O(1)** amortized per key.
+//!   (already keyed and uniformly mixed, and independent of the first word the recent
+//!   table uses, so no rehash). A probe reads one 32-byte block. It grows by
+//!   doubling, rebuilt from the runs in one sweep: **O(1)** amortized per key. Past
+//!   32 runs a coarse level (one bit per key, up to 1 MiB) sits in front of the
+//!   blocks and turns most absent ids away before a block is read.
 //!
 //! An insert probes `recent` (its vacant slot is kept, through `hashbrown`'s entry
-//! API), then the filter; only on a filter positive does it probe the frozen tables,
-//! newest first, exactly. So a fresh id costs one L2 probe and one filter block (a few
-//! MB: L3 at 10^7 records), plus, with probability about the filter's false-positive
-//! rate times the number of frozen tables, some DRAM misses.
+//! API), then the filter; only on a filter positive does it look in the runs, newest
+//! first, exactly (one start and one group of about 28 fingerprints each). So a fresh
+//! id costs one L2 probe, one coarse bit (L3) and, for about one id in three at 10^7
+//! records, one filter block, plus, with probability about the filter's
+//! false-positive rate times the number of runs, some DRAM misses.
 //!
 //! # Semantics
 //!
@@ -49,15 +54,21 @@
 //!   ns and `UsedIds` 67 / 142 / 240 ns at 10^5 / 10^6 / 3*10^6 (one run), the gap
 //!   mostly the filter's own upkeep (each freeze streams over the filter; each
 //!   doubling re-adds every key).
-//! - Written in block order: each freeze sorts the table's words before adding them
-//!   to the filter (3*10^6 inserts in `benches/used.rs`: 1.47 s in table order, one
-//!   TLB miss per key, 0.95 s sorted; separate runs). The membership probe has no
+//! - Written in block order: the runs are grouped by the bits that choose the block
+//!   (and the coarse bit), so a freeze writes the filter front to back (3*10^6
+//!   inserts in `benches/used.rs`, before runs: 1.47 s in table order, one TLB miss
+//!   per key, 0.95 s sorted; the comparison sort itself then cost 9% of a realistic
+//!   append at 10^7, and the counting sort replaced it). The membership probe has no
 //!   branch per word (a mispredicted branch on a block still in flight stalls the
 //!   pipeline).
+//! - Runs and the coarse level (issue 20, docs/performance.md): at 10^7 realistic
+//!   records, 663 -> 569 instructions per append (callgrind, deterministic) and
+//!   about 1.1-1.3x the on-CPU rate in alternated runs on a loaded machine.
 //! - [`RECENT_BUCKETS`] at 2^15 against 2^14: no clear difference in either bench.
-//! - Memory: 21.9-23.2 heap bytes per key at 10^6-3*10^6 keys (frozen tables at 7/8
-//!   load, plus the filter), against hashbrown's 22.3-35.7 (after a doubling its table
-//!   is under half full), and no doubling spike: growth is one table at a time.
+//! - Memory: about 19 heap bytes per key at 3.3*10^6 keys (runs at 16.1, the filter
+//!   at 2-4, the coarse level, one recent table), where frozen hash tables took
+//!   21.9-23.2 and one hashbrown set 22.3-35.7 (after a doubling its table is under
+//!   half full); no doubling spike: growth is one run at a time.
 
 use crate::core::invariants::{ensure, ensure_eq};
 use hashbrown::HashTable;
