@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use cutpoint::testing::latency::DependentLoads;
 use cutpoint::testing::reference;
 use cutpoint::testing::synth::{Rng, Session};
-use cutpoint::{Record, Tracker};
+use cutpoint::{Limits, Record, Tracker};
 
 /// Arguments of `cutpoint bench`.
 #[derive(clap::Args)]
@@ -85,11 +85,13 @@ fn measure(args: &Args) -> Result<String, String> {
     );
 
     // Append, realistic: generated in batches outside the clock, fastest run kept.
+    // The generated session is trusted input; the default records cap (2^24) would
+    // refuse `--records 100000000`.
     let mut best = Duration::MAX;
-    let mut tracker = Tracker::new();
+    let mut tracker = Tracker::with_limits(Limits::unbounded());
     for _ in 0..runs {
         let mut session = Session::new(args.seed);
-        let mut t = Tracker::new();
+        let mut t = Tracker::with_limits(Limits::unbounded());
         let mut took = Duration::ZERO;
         let mut at = 0;
         while at < n {
@@ -153,7 +155,7 @@ fn measure(args: &Args) -> Result<String, String> {
     let mut best = Duration::MAX;
     for _ in 0..runs {
         let start = Instant::now();
-        let mut t = Tracker::new();
+        let mut t = Tracker::with_limits(Limits::unbounded());
         for i in 0..n as u64 {
             let r = Session::plain_record(i);
             t.append(r)

@@ -9,7 +9,7 @@
 //! | grows with                                  | bytes each         | capped by                        |
 //! |---------------------------------------------|--------------------|----------------------------------|
 //! | records (prefix sums, legal cuts)           | about 4.4          | [`Limits::max_records`]          |
-//! | answered calls (fingerprints, filter)       | about 21           | [`Limits::max_records`] (below)  |
+//! | answered calls (fingerprints, filter)       | about 19           | [`Limits::max_records`] (below)  |
 //! | open calls (pending calls, early results)   | about 64 (+ id past 38 bytes) | [`Limits::max_open_calls`] |
 //! | one call id (of a call, result or summary)  | its length         | [`Limits::max_call_id_bytes`]    |
 //! | one input line (readers only)               | its length         | [`Limits::max_line_bytes`]       |
@@ -17,8 +17,8 @@
 //! Summary records are checked too; see [`Limits`].
 //!
 //! With the defaults a tracker holds at most about 16.8 million records (about 4.4
-//! bytes each: 75 MB) and fewer than 2 x 16.8 million answered calls (about 21 bytes
-//! each: 700 MB, reached only when summaries cover as many calls as the records cap;
+//! bytes each: 75 MB) and fewer than 2 x 16.8 million answered calls (about 19 bytes
+//! each: 640 MB, reached only when summaries cover as many calls as the records cap;
 //! without summaries each answered call takes two records), before the up-to-2x growth
 //! slack of vectors and tables; and at most 65,536 open calls whose
 //! ids take at most 16 MiB. A record past a cap is refused with

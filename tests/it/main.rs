@@ -37,6 +37,7 @@ mod stream;
 mod streams;
 mod streams_http;
 mod transcripts;
+mod used_ids;
 mod validate;
 
 /// `n` property-test cases, times `CUTPOINT_CASES` when it is set (a whole number):
