@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
+use cutpoint::format::edit::EditError;
 use cutpoint::format::loaded::{SummarizeError, SummaryCount};
 use cutpoint::format::rewrite::RewriteError;
 use cutpoint::format::{ByteEstimate, Loaded};
@@ -141,9 +142,21 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         }
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
+    let text = if args.strategy.keep_thinking_valid && !done.invalidated.is_empty() {
+        match loaded.keep_thinking_valid(&done.summary.text) {
+            Ok(text) => text,
+            Err(e @ EditError::ThinkingBound { .. }) => {
+                eprintln!("cutpoint: {name}: {e}");
+                return ExitCode::from(exit::DEFER);
+            }
+            Err(e) => return exit::bad_input(&format!("{name}: {e}")),
+        }
+    } else {
+        crate::strategy::warn_invalidated(&done.invalidated);
+        done.summary.text
+    };
     eprintln!("cutpoint: {}", done.done);
-    crate::strategy::warn_invalidated(&done.invalidated);
     // A closed stdout (`| head`) is not worth a panic.
-    let _ = io::stdout().lock().write_all(done.summary.text.as_bytes());
+    let _ = io::stdout().lock().write_all(text.as_bytes());
     ExitCode::SUCCESS
 }

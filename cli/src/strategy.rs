@@ -79,9 +79,10 @@ pub(crate) struct StrategyArgs {
     /// Keep every thinking block and reasoning item valid for its provider's prefix
     /// binding (Anthropic preserved thinking, OpenAI reasoning items): strip those
     /// whose prefix the compaction changed; exit 3 when that would take the current
-    /// turn's or the latest assistant message's thinking.
-    #[arg(long, requires = "strategy")]
-    keep_thinking_valid: bool,
+    /// turn's or the latest assistant message's thinking. With --target or a
+    /// strategy.
+    #[arg(long)]
+    pub(crate) keep_thinking_valid: bool,
     /// Print a JSON report of each step on stderr.
     #[arg(long, requires = "strategy")]
     report: bool,

@@ -249,6 +249,26 @@ impl<'a> Loaded<'a> {
         }
     }
 
+    /// `output`, a rewrite of this log (a [`summarize`](Self::summarize) or any
+    /// other), with the thinking blocks and reasoning items it invalidates for their
+    /// provider's prefix binding stripped and the refused server ids removed: what
+    /// [`Pipeline::keep_thinking_valid`] does on the strategies' route, in the same
+    /// code. Records JSONL: the output as it is (no record is bound to its prefix).
+    /// **O(len)** of the output.
+    ///
+    /// # Errors
+    /// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
+    /// message's thinking would go (the caller defers); [`EditError::Reread`] when
+    /// `output` does not read as this log's format.
+    pub fn keep_thinking_valid(&self, output: &str) -> Result<String, EditError> {
+        let View::Transcript(t, _) = self.view() else {
+            return Ok(output.to_owned());
+        };
+        let back = super::read(output, t.format, &super::ByteEstimate)
+            .map_err(|e| EditError::Reread(e.to_string()))?;
+        edit::keep_valid(t, output.to_owned(), back, &super::ByteEstimate).map(|(text, ..)| text)
+    }
+
     /// Tokens of the live history (the whole log, for records JSONL: the records'
     /// own counts). **O(1)** for a judged records log, **O(blocks)** otherwise.
     pub fn live_tokens(&self) -> u64 {

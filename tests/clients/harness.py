@@ -61,10 +61,11 @@ PRESETS = ["gentle", "balanced", "aggressive"]
 # `+keep-thinking-valid`: the same strategy with `--keep-thinking-valid` (the thinking the
 # rewrite invalidates stripped; exit 3 where that would take the current turn's).
 KEEP_THINKING = "+keep-thinking-valid"
+# `target+keep-thinking-valid`: one summary at the target with `--keep-thinking-valid`.
 # `target+keep-head`: `--target` with the first message pinned (`--keep-head 1`): the head stays
 # live, the summary an ordinary user record after it.
 KEEP_HEAD = "+keep-head"
-ROUTES = (["original", "target", f"target{KEEP_HEAD}"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
+ROUTES = (["original", "target", f"target{KEEP_HEAD}", f"target{KEEP_THINKING}"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
           + [f"summarize{KEEP_THINKING}", f"pipeline:balanced{KEEP_THINKING}"])
 # Sizes tried, as fractions of the file's tokens, first to last; the first that cutpoint can meet
 # (exit 0) and that changes the file is used. For --target it is the share compacted.
@@ -242,6 +243,8 @@ def rewrite(bin_: Path, fmt: str, path: Path, route: str, total: int) -> tuple[b
             args, size = ["compact", "--format", fmt, "--target", str(n)], f"target {int(frac * 100)}%"
             if route.endswith(KEEP_HEAD):
                 args += ["--keep-head", "1"]
+            if route.endswith(KEEP_THINKING):
+                args += ["--keep-thinking-valid"]
         else:
             base, keep_thinking, _ = route.partition(KEEP_THINKING)
             strat, _, preset = base.partition(":")

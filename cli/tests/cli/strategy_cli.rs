@@ -442,7 +442,9 @@ fn compacting_an_output_again_with_its_budget_changes_nothing() {
 /// Code session with signed thinking, a summarize or digest at 60% whose plain output
 /// `check --before` reports as `reasoning/prefix-changed` is written with those blocks
 /// stripped and nothing reported; on a Codex rollout that is one long turn, where no
-/// reasoning item can be stripped, exit 3 naming the message, nothing on stdout.
+/// reasoning item can be stripped, exit 3 naming the message, nothing on stdout. The
+/// plain outputs say what they invalidate; a summary at a target (`--target`) is
+/// kept valid the same way.
 #[test]
 fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
     let prefix_changed = |original: &str, output: &[u8], label: &str| -> usize {
@@ -538,6 +540,25 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
         "{}",
         text(&at_target.stderr)
     );
+    assert!(
+        changed > 0,
+        "the summary at the target invalidates thinking"
+    );
+    // And --keep-thinking-valid strips it there too, in the same code.
+    let kept = cutpoint(
+        &[
+            "compact",
+            "--target",
+            &target,
+            "--keep-thinking-valid",
+            &claude,
+        ],
+        b"",
+    );
+    assert_eq!(kept.status.code(), Some(0), "{}", text(&kept.stderr));
+    assert_eq!(prefix_changed(&claude, &kept.stdout, "target-kept"), 0);
+    assert_eq!(warned(&kept.stderr), None, "{}", text(&kept.stderr));
+    assert!(kept.stdout.len() < at_target.stdout.len());
     let codex =
         root("tests/fixtures/transcripts/codex__localpush__rollout-12-41-04-parallel7.jsonl")
             .display()
