@@ -8,6 +8,7 @@ skipped."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import random
 import subprocess
@@ -291,3 +292,49 @@ def test_keep_thinking_valid_is_the_clis(name: str) -> None:
 def test_keep_thinking_valid_takes_a_bool() -> None:
     with pytest.raises(TypeError, match="keep_thinking_valid must be a bool"):
         cutpoint.compact('{"kind":"user","tokens":10}\n', strategy="clear", budget=5, keep_thinking_valid=1)
+
+
+def warned_count(stderr: str) -> int:
+    """The count in the CLI's warning that an output invalidates thinking, or 0."""
+    m = re.search(r"warning: the output invalidates (\d+) ", stderr)
+    return int(m.group(1)) if m else 0
+
+
+@pytest.mark.parametrize("name", THINKING)
+def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
+    """Without keep_thinking_valid, an output that invalidates thinking says how many
+    blocks, in Python (`invalidated_thinking`) as in the CLI (its warning and the
+    `--report` line), and with it the count is 0."""
+    path = TRANSCRIPTS / name
+    text = path.read_text()
+    stats = subprocess.run([str(cli()), "stats", "--json", str(path)], capture_output=True, text=True)
+    live = json.loads(stats.stdout)["tokens"]
+    seen = 0
+    for strategy in ("digest", "pipeline"):
+        for percent in (70, 40):
+            budget = max(1, live * percent // 100)
+            args = [str(cli()), "compact", "--strategy", strategy, "--budget", str(budget), "--report", str(path)]
+            done = subprocess.run(args, capture_output=True, text=True)
+            if done.returncode != 0:
+                continue
+            report = cutpoint.compact_report(text, strategy=strategy, budget=budget)
+            last = json.loads(done.stderr.strip().splitlines()[-1 if not warned_count(done.stderr) else -2])
+            assert report.invalidated_thinking == last["invalidated_thinking"] == warned_count(done.stderr), (
+                f"{name} {strategy} at {percent}%"
+            )
+            seen += report.invalidated_thinking
+            if report.invalidated_thinking:
+                try:
+                    kept = cutpoint.compact_report(text, strategy=strategy, budget=budget, keep_thinking_valid=True)
+                except cutpoint.CutpointError as e:
+                    assert "cannot be stripped" in str(e)
+                else:
+                    assert kept.invalidated_thinking == 0
+    # A summary at a target too.
+    target = max(1, live * 60 // 100)
+    done = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = cutpoint.compact_report(text, strategy="summarize", target=target)
+    assert report.invalidated_thinking == warned_count(done.stderr)
+    seen += report.invalidated_thinking
+    assert seen > 0, f"{name}: no output invalidated thinking (the test cannot fail)"
