@@ -21,7 +21,7 @@
 //! summary line gets a `uuid` of its own) and Codex. Records JSONL is written from the
 //! log itself ([`records::write_entry`](super::records::write_entry)).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 
 use serde::Deserialize;
@@ -1128,8 +1128,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     }
     gone.extend(run);
     let inside = |at: usize| gone.iter().any(|g| g.contains(&at));
-    let mut relink: HashMap<String, Option<String>> = HashMap::new();
-    let mut last_uuid: Option<String> = None;
+    let mut chain = Chainer::new(claude, input);
     let mut out = String::with_capacity(input.len());
     // A Claude Code compaction written: where its boundary line goes in `out`, its
     // links, the tokens before, the neighbour it takes its context from; and where
@@ -1140,14 +1139,14 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
         let body = &input[span.clone()];
         let Some(&(m, j)) = line_of.get(&span.start) else {
             if inside(span.start) {
-                forget(claude, body, &last_uuid, &mut relink);
+                chain.forget(body);
             } else {
-                emit(&mut out, claude, body, &mut last_uuid, &relink);
+                chain.emit(&mut out, body, true);
             }
             continue;
         };
         match &plans[m] {
-            MessagePlan::Drop => forget(claude, body, &last_uuid, &mut relink),
+            MessagePlan::Drop => chain.forget(body),
             MessagePlan::Summary((summary, tokens)) => {
                 if j == 0 {
                     // Claude Code: a summary that opens the live history is written as
@@ -1157,7 +1156,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                     // Code drops an `isCompactSummary` record that is not the one
                     // after its boundary).
                     let compaction = claude && m == t.live_from();
-                    let mut parent = last_uuid.clone();
+                    let mut parent = chain.last_uuid.clone();
                     // Claude Code: the summary line's uuid, which a boundary names as
                     // its segment's anchor.
                     let own_uuid = claude.then(|| {
@@ -1166,7 +1165,7 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                     if compaction {
                         let links = claude_code::BoundaryLinks {
                             parent: None,
-                            logical: last_uuid.clone(),
+                            logical: chain.last_uuid.clone(),
                             uuid: rewrite::uuid(
                                 summary,
                                 &["compact_boundary", &span.start.to_string()],
@@ -1187,21 +1186,21 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                         compaction,
                     )
                     .map_err(|detail| EditError::Message { message: m, detail })?;
-                    forget(claude, body, &last_uuid, &mut relink);
-                    emit(&mut out, claude, &line, &mut last_uuid, &relink);
+                    chain.forget(body);
+                    chain.emit(&mut out, &line, false);
                     if compaction {
                         segment_from = Some(out.len());
                     }
                     if claude {
                         // The summary line's own uuid follows the dropped line's.
-                        if let Ok(chain) = serde_json::from_str::<Chain<'_>>(body) {
-                            if let Some(u) = chain.uuid {
-                                relink.insert(u, last_uuid.clone());
+                        if let Ok(line) = serde_json::from_str::<Chain<'_>>(body) {
+                            if let Some(u) = line.uuid {
+                                chain.relink.insert(u, chain.last_uuid.clone());
                             }
                         }
                     }
                 } else {
-                    forget(claude, body, &last_uuid, &mut relink);
+                    chain.forget(body);
                 }
             }
             MessagePlan::Keep(edits) => {
@@ -1212,8 +1211,8 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                         .map_err(|detail| EditError::Message { message: m, detail })?
                 };
                 match line {
-                    Some(line) => emit(&mut out, claude, &line, &mut last_uuid, &relink),
-                    None => forget(claude, body, &last_uuid, &mut relink),
+                    Some(line) => chain.emit(&mut out, &line, true),
+                    None => chain.forget(body),
                 }
             }
         }
@@ -1234,52 +1233,96 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     Ok(out)
 }
 
-/// Writes a kept line (and its newline); a Claude Code line whose parent was dropped
-/// is re-linked to the line its parent followed, and becomes the latest line with a
-/// uuid.
-fn emit(
-    out: &mut String,
+/// The `parentUuid` chain of a Claude Code file as its lines are written (a no-op for
+/// the other formats): a line whose parent was dropped is re-linked to the line its
+/// parent followed, and a line whose parent is in no line of the input (Claude Code
+/// bridges such a gap to the latest line before it) gets that bridge written out when
+/// the line before it was dropped: Claude Code 2.1.328 does not bridge it again to the
+/// line before that, and its walk from the leaf stops there (measured: 13 messages sent
+/// instead of 81, `tests/clients`, fixture `ec-38b74f08e3`).
+struct Chainer<'a> {
     claude: bool,
-    line: &str,
-    last_uuid: &mut Option<String>,
-    relink: &HashMap<String, Option<String>>,
-) {
-    let mut line = std::borrow::Cow::Borrowed(line);
-    if claude {
-        if let Ok(chain) = serde_json::from_str::<Chain<'_>>(&line) {
-            let patch = chain.parent.and_then(|raw| {
-                let parent = serde_json::from_str::<Option<String>>(raw.get()).ok()??;
-                let to = relink.get(&parent)?;
-                let value = to
-                    .as_ref()
-                    .map_or_else(|| "null".to_owned(), |u| format!("{u:?}"));
-                Some((span_of(&line, raw), value))
-            });
-            if chain.uuid.is_some() {
-                last_uuid.clone_from(&chain.uuid);
-            }
-            if let Some((span, value)) = patch {
-                line = std::borrow::Cow::Owned(splice(&line, vec![(span, value)]));
-            }
-        }
-    }
-    out.push_str(&line);
-    out.push('\n');
+    input: &'a str,
+    /// Dropped lines' uuids, and the line each one's children now follow.
+    relink: HashMap<String, Option<String>>,
+    /// The latest written line with a uuid.
+    last_uuid: Option<String>,
+    /// Whether the latest line with a uuid was dropped.
+    after_drop: bool,
+    /// Every uuid of the input, collected the first time a line's parent is in doubt.
+    known: Option<HashSet<String>>,
 }
 
-/// A dropped Claude Code line: its children will point to the line before it.
-fn forget(
-    claude: bool,
-    line: &str,
-    last_uuid: &Option<String>,
-    relink: &mut HashMap<String, Option<String>>,
-) {
-    if !claude {
-        return;
+impl<'a> Chainer<'a> {
+    fn new(claude: bool, input: &'a str) -> Self {
+        Chainer {
+            claude,
+            input,
+            relink: HashMap::new(),
+            last_uuid: None,
+            after_drop: false,
+            known: None,
+        }
     }
-    if let Ok(chain) = serde_json::from_str::<Chain<'_>>(line) {
-        if let Some(u) = chain.uuid {
-            relink.insert(u, last_uuid.clone());
+
+    /// Whether `uuid` names a line of the input. **O(len)** of the input the first
+    /// time, **O(1)** after.
+    fn known(&mut self, uuid: &str) -> bool {
+        let input = self.input;
+        self.known
+            .get_or_insert_with(|| {
+                lines(input)
+                    .filter_map(|(_, span)| {
+                        serde_json::from_str::<Chain<'_>>(&input[span]).ok()?.uuid
+                    })
+                    .collect()
+            })
+            .contains(uuid)
+    }
+
+    /// Writes a line (and its newline), its parent re-linked or its gap bridged (only
+    /// for a line of the input, `verbatim`), and makes it the latest line with a uuid.
+    fn emit(&mut self, out: &mut String, line: &str, verbatim: bool) {
+        let mut line = std::borrow::Cow::Borrowed(line);
+        if self.claude {
+            if let Ok(chain) = serde_json::from_str::<Chain<'_>>(&line) {
+                let patch = chain.parent.and_then(|raw| {
+                    let parent = serde_json::from_str::<Option<String>>(raw.get()).ok()??;
+                    let to = match self.relink.get(&parent).cloned() {
+                        Some(to) => to,
+                        None if verbatim && self.after_drop && !self.known(&parent) => {
+                            self.last_uuid.clone()
+                        }
+                        None => return None,
+                    };
+                    let value = to
+                        .as_ref()
+                        .map_or_else(|| "null".to_owned(), |u| format!("{u:?}"));
+                    Some((span_of(&line, raw), value))
+                });
+                if chain.uuid.is_some() {
+                    self.last_uuid.clone_from(&chain.uuid);
+                    self.after_drop = false;
+                }
+                if let Some((span, value)) = patch {
+                    line = std::borrow::Cow::Owned(splice(&line, vec![(span, value)]));
+                }
+            }
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+
+    /// A dropped line: its children will point to the line before it.
+    fn forget(&mut self, line: &str) {
+        if !self.claude {
+            return;
+        }
+        if let Ok(chain) = serde_json::from_str::<Chain<'_>>(line) {
+            if let Some(u) = chain.uuid {
+                self.relink.insert(u, self.last_uuid.clone());
+                self.after_drop = true;
+            }
         }
     }
 }

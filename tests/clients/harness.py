@@ -76,17 +76,11 @@ CLIENT_TIMEOUT = 180
 # Known failures: (fixture, route) -> (check that fails, what the client sent). Strict: each must
 # still fail exactly that check. Fix the writer, then delete the entry.
 EC = "claude-code__entireio-cli__ec-38b74f08e3-3-orphan-interrupts.jsonl"
-_EC = ("Claude Code sends 13 messages (81 for the original), from line 191 on: its parentUuid walk from the "
-       "leaf stops at the progress record on line 187, whose parent 57304224… is not in the file (the original "
-       "has the same dangling parent, on line 206, and Claude Code bridges it there); the cleared results and "
-       "edited texts before it never reach the model")
 _EC_HEAD = ("the pinned head is the file's first user turn: an orphan interrupt result (line 1, its call "
             "not in this slice of a session) and two texts; Claude Code sends the result for the original but "
             "not once cutpoint's summary record joins that user turn (the summary and the texts do reach the "
             "model); cause not found")
 KNOWN_FAILURES: dict[tuple[str, str], tuple[str, str]] = {
-    (EC, "pipeline:balanced"): ("summary", _EC),
-    (EC, "pipeline:aggressive"): ("summary", _EC),
     (EC, "target+keep-head"): ("summary", _EC_HEAD),
 }
 

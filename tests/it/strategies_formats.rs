@@ -186,6 +186,47 @@ pub(crate) fn strategies(rng: &mut Rng) -> Vec<Strategy> {
     ]
 }
 
+/// The uuid of each Claude Code line that has one, with its parent, in file order.
+fn chain_lines(text: &str) -> Vec<(String, Option<String>)> {
+    text.lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            let uuid = v["uuid"].as_str()?.to_owned();
+            Some((uuid, v["parentUuid"].as_str().map(str::to_owned)))
+        })
+        .collect()
+}
+
+/// A Claude Code rewrite opens no gap in the `parentUuid` chain that the input did not
+/// have, and a gap of the input (a parent in no line of the file, which Claude Code
+/// bridges to the latest line before it) still follows the same line: where that
+/// line went, the writer names the line it bridges to instead (Claude Code 2.1.328
+/// does not bridge again, `docs/clients.md`, fixture `ec-38b74f08e3`).
+pub(crate) fn assert_no_new_gap(name: &str, input: &str, out: &str) {
+    let before = chain_lines(input);
+    let after = chain_lines(out);
+    let known_in = |set: &[(String, Option<String>)], u: &str| set.iter().any(|(v, _)| v == u);
+    let previous = |set: &[(String, Option<String>)], u: &str| -> Option<String> {
+        let i = set.iter().position(|(v, _)| v == u)?;
+        i.checked_sub(1).map(|j| set[j].0.clone())
+    };
+    for (uuid, parent) in &after {
+        let Some(parent) = parent else { continue };
+        if known_in(&after, parent) {
+            continue;
+        }
+        assert!(
+            !known_in(&before, parent),
+            "{name}: line {uuid}: its parent {parent} was in the input and is not in the output"
+        );
+        assert_eq!(
+            previous(&after, uuid),
+            previous(&before, uuid),
+            "{name}: line {uuid}: its parent {parent} is in no line, and the line before it changed"
+        );
+    }
+}
+
 fn rule_names(t: &Transcript) -> BTreeSet<&'static str> {
     check_rules(t).iter().map(|v| v.rule.name()).collect()
 }
@@ -221,6 +262,9 @@ pub(crate) fn check_edit(
             "{name}: {rule} is new: {:#?}",
             check_rules(&back)
         );
+    }
+    if format == Format::ClaudeCode {
+        assert_no_new_gap(name, text, &out);
     }
     // Every call id still there, as a call or in a ledger, unless truncate named it.
     let dropped: BTreeSet<String> = reports
