@@ -119,20 +119,21 @@ impl Mode {
         };
         // The syntax first, so that a malformed body is named by line and column
         // whatever the reader would have made of it.
-        let top: Top<'_> = match serde_json::from_str(text) {
-            Ok(top) => top,
-            Err(e) if e.is_data() => {
-                return Decision::Refuse(Refusal::bad_request(
-                    "invalid-request",
-                    "cutpoint proxy: the request body is not a JSON object".to_owned(),
-                ));
-            }
-            Err(e) => {
-                return Decision::Refuse(Refusal::bad_request(
-                    "invalid-json",
-                    format!("cutpoint proxy: the request body is not valid JSON: {e}"),
-                ));
-            }
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Decision::Refuse(Refusal::bad_request(
+                "invalid-json",
+                format!("cutpoint proxy: the request body is not valid JSON: {e}"),
+            ));
+        }
+        let top = match text.trim_start().starts_with('{') {
+            true => serde_json::from_str::<Top<'_>>(text).ok(),
+            false => None,
+        };
+        let Some(top) = top else {
+            return Decision::Refuse(Refusal::bad_request(
+                "invalid-request",
+                "cutpoint proxy: the request body is not a JSON object".to_owned(),
+            ));
         };
         if route == Route::OpenAiResponses && !top.input.is_some_and(|i| i.get().starts_with('[')) {
             return Decision::Forward;
