@@ -88,12 +88,30 @@ pub enum Decision {
     Refuse(Refusal),
 }
 
-/// The top-level keys a request must have to be read (Responses: `input` may be a
-/// plain string, which holds no history to check).
+/// The top-level keys the library's reader takes a history from. A Responses request
+/// may send its `input` as a plain string, or none at all (a stored prompt, a
+/// conversation): such a request holds no history to check.
 #[derive(Deserialize)]
 struct Top<'a> {
     #[serde(borrow, default)]
     input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contents: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    history: Option<&'a RawValue>,
+}
+
+impl Top<'_> {
+    /// Whether a Responses request holds no history: its `input` is a string, or it
+    /// names no history at all. **O(1)**.
+    fn without_history(&self) -> bool {
+        match self.input {
+            Some(input) => input.get().starts_with('"'),
+            None => self.messages.is_none() && self.contents.is_none() && self.history.is_none(),
+        }
+    }
 }
 
 impl Mode {
@@ -135,7 +153,7 @@ impl Mode {
                 "cutpoint proxy: the request body is not a JSON object".to_owned(),
             ));
         };
-        if route == Route::OpenAiResponses && !top.input.is_some_and(|i| i.get().starts_with('[')) {
+        if route == Route::OpenAiResponses && top.without_history() {
             return Decision::Forward;
         }
         let loaded = match Loaded::read(text, route.format(), &ByteEstimate) {
