@@ -18,6 +18,24 @@
 //!   for any body type, so a Rust service can route to it from its own router.
 //! - [`serve`] runs it on a listener with graceful shutdown (streams in flight finish).
 //!
+//! Mounted in a service of one's own (any body type whose chunks are [`Bytes`]):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use cutpoint_proxy::{Config, Proxy};
+//!
+//! # fn mount() -> Result<(), Box<dyn std::error::Error>> {
+//! let proxy = Arc::new(Proxy::new(Config::new("https://api.anthropic.com".parse()?))?);
+//! let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+//!     let proxy = Arc::clone(&proxy);
+//!     // `false`: the service serves (or not) its own /metrics, from `proxy.metrics()`.
+//!     async move { Ok::<_, std::convert::Infallible>(proxy.handle(request, false).await) }
+//! });
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Headers pass through untouched, authentication included, and are never logged;
 //! only the hop-by-hop ones (`connection`, `transfer-encoding`, ...) and `host` are
 //! the proxy's own, and `content-length` is recomputed for a body it read. Every
@@ -25,6 +43,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod decide;
 mod metrics;
 mod refusal;

@@ -123,6 +123,9 @@ impl Upstream {
             .await?;
         let (mut parts, body) = response.into_parts();
         drop_hop_by_hop(&mut parts.headers);
+        // The upstream's HTTP version is of its connection, not the agent's: hyper
+        // answers the agent in the version it asked with.
+        parts.version = http::Version::default();
         Ok(Response::from_parts(
             parts,
             body.map_err(Into::into).boxed_unsync(),
