@@ -88,7 +88,7 @@ impl Metrics {
             ),
             (
                 "read",
-                "Requests of a provider route whose body was read and checked.",
+                "Requests of a provider route, their bodies read (up to the cap) and checked.",
                 &self.read,
             ),
             ("forwarded", "Requests sent upstream.", &self.forwarded),

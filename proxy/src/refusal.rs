@@ -17,7 +17,9 @@ pub struct Refusal {
     /// What was wrong, for the metrics' label and the `x-cutpoint-refused` header:
     /// a provider rule's name ([`Rule::name`](cutpoint::format::Rule::name)), or one
     /// of `invalid-json`, `invalid-request`, `not-utf8`, `body-too-large`,
-    /// `content-encoding`, `body-read-error`.
+    /// `content-encoding`, `body-read-error`; `upstream-unreachable` for the 502 of an
+    /// upstream that could not be reached (counted as an upstream error, not a
+    /// refusal).
     pub reason: &'static str,
     /// The message, as the provider's error `message`.
     pub message: String,
