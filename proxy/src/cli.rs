@@ -19,7 +19,7 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
-    /// The provider's base URL, e.g. https://api.anthropic.com or https://api.openai.com.
+    /// The provider's base URL, e.g. <https://api.anthropic.com> or <https://api.openai.com>.
     #[arg(long, value_name = "URL")]
     upstream: http::Uri,
     /// check: refuse a request that breaks a provider rule (400 in the provider's
