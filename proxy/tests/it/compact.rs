@@ -164,6 +164,40 @@ async fn a_long_anthropic_history_over_the_budget_reaches_the_upstream_compacted
     assert_compacted(&body, &sent, Format::AnthropicMessages, budget);
 }
 
+/// The request Claude Code sends for the next turn of a real session (derived from a
+/// real Claude Code transcript: `proxy/tests/fixtures/SOURCES.md`).
+fn claude_code_request() -> String {
+    String::from_utf8(fixture(
+        "anthropic-request__claude-reliability__python-to-rust-port.json",
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_real_claude_code_request_passes_check_mode_byte_for_byte() {
+    let body = claude_code_request();
+    let upstream = StandIn::json("{}").await;
+    let proxy = Running::start(upstream.config()).await;
+    let answer = post(
+        &proxy,
+        "/v1/messages",
+        &[("x-api-key", "sk-ant-test")],
+        body.clone(),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(upstream.received()[0].body, body.as_bytes());
+}
+
+#[tokio::test]
+async fn a_real_claude_code_session_over_the_budget_reaches_the_upstream_compacted() {
+    let body = claude_code_request();
+    let budget = live_tokens(&body, Format::AnthropicMessages) / 2;
+    let (sent, proxy) = through("/v1/messages", &body, budget).await;
+    assert_compacted(&body, &sent, Format::AnthropicMessages, budget);
+    assert_eq!(proxy.proxy.metrics().compactions(), 1);
+}
+
 #[tokio::test]
 async fn within_the_budget_the_request_goes_as_it_came() {
     let body = long_anthropic_request(5);
