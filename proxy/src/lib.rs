@@ -111,6 +111,8 @@ impl Config {
 #[derive(Debug)]
 pub struct Proxy {
     config: Config,
+    /// `config.mode`, shared with the blocking tasks that decide.
+    mode: Arc<Mode>,
     upstream: upstream::Upstream,
     metrics: Metrics,
 }
@@ -125,6 +127,7 @@ impl Proxy {
     pub fn new(config: Config) -> Result<Self, UpstreamError> {
         Ok(Proxy {
             upstream: upstream::Upstream::new(&config.upstream)?,
+            mode: Arc::new(config.mode.clone()),
             config,
             metrics: Metrics::default(),
         })
@@ -146,8 +149,9 @@ impl Proxy {
     /// answer comes back as it arrives, status, headers and body unchanged. `GET
     /// /metrics` is answered with [`Metrics::render`] when `serve_metrics`. Never
     /// fails: an upstream that cannot be reached is a 502 in the provider's shape.
-    /// **O(len(body))** plus [`Mode::decide`] for a provider route; **O(1)** per chunk
-    /// otherwise.
+    /// **O(len(body))** plus [`Mode::decide`] for a provider route, which runs on
+    /// tokio's blocking pool (so the handler needs a tokio runtime, as hyper-util's
+    /// client does); **O(1)** per chunk otherwise.
     pub async fn handle<B>(&self, request: Request<B>, serve_metrics: bool) -> Response<ProxyBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -170,7 +174,21 @@ impl Proxy {
             Ok(bytes) => bytes,
             Err(refusal) => return self.refuse(route, refusal),
         };
-        match self.config.mode.decide(route, &bytes) {
+        // Reading, checking and compacting a history is CPU work of **O(len)** and
+        // more: off the async workers, so that the streams they carry never wait on
+        // it. A panic there (a bug) refuses the request; it is never forwarded.
+        let (mode, body) = (Arc::clone(&self.mode), bytes.clone());
+        let decision = tokio::task::spawn_blocking(move || mode.decide(route, &body))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(route = route.name(), error = %e, "the decision failed");
+                Decision::Refuse(Refusal {
+                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                    reason: "internal-error",
+                    message: "cutpoint proxy: the request could not be checked (an internal error); it was not forwarded".to_owned(),
+                })
+            });
+        match decision {
             Decision::Refuse(refusal) => self.refuse(route, refusal),
             Decision::Forward => self.forward(parts, full(bytes), Some(route)).await,
             Decision::Deferred { reason } => {

@@ -12,12 +12,13 @@ use crate::Route;
 #[non_exhaustive]
 pub struct Refusal {
     /// The status answered: 400 for a broken rule or an unreadable body, 413 for a
-    /// body over the cap, 415 for a compressed one.
+    /// body over the cap, 415 for a compressed one, 500 when the check itself failed.
     pub status: StatusCode,
     /// What was wrong, for the metrics' label and the `x-cutpoint-refused` header:
     /// a provider rule's name ([`Rule::name`](cutpoint::format::Rule::name)), or one
     /// of `invalid-json`, `invalid-request`, `not-utf8`, `body-too-large`,
-    /// `content-encoding`, `body-read-error`; `upstream-unreachable` for the 502 of an
+    /// `content-encoding`, `body-read-error`, `internal-error` (500: the check itself
+    /// failed, a bug); `upstream-unreachable` for the 502 of an
     /// upstream that could not be reached (counted as an upstream error, not a
     /// refusal).
     pub reason: &'static str,
