@@ -198,6 +198,69 @@ async fn a_real_claude_code_session_over_the_budget_reaches_the_upstream_compact
     assert_eq!(proxy.proxy.metrics().compactions(), 1);
 }
 
+/// The Responses request Codex sends for the next turn of a real session (derived
+/// from a real Codex rollout: `proxy/tests/fixtures/SOURCES.md`).
+fn codex_request(name: &str) -> String {
+    String::from_utf8(fixture(&format!(
+        "openai-responses-request__localpush__{name}.json"
+    )))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_real_codex_session_over_the_budget_reaches_the_upstream_compacted() {
+    let body = codex_request("rollout-12-41-04-parallel7");
+    let budget = live_tokens(&body, Format::OpenAiResponses) / 2;
+    let (sent, _proxy) = through("/v1/responses", &body, budget).await;
+    let text = std::str::from_utf8(&sent.body).unwrap();
+    assert!(sent.body.len() < body.len());
+    assert!(live_tokens(text, Format::OpenAiResponses) <= budget);
+    let back = cutpoint::format::read(text, Format::OpenAiResponses, &ByteEstimate).unwrap();
+    assert_eq!(check_rules(&back), vec![]);
+    assert_eq!(
+        beside(&sent.body, "input"),
+        beside(body.as_bytes(), "input")
+    );
+    let calls: Vec<String> = serde_json::from_str::<Value>(&body).unwrap()["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .map(|i| i["call_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(calls.len(), 118);
+    for id in calls {
+        assert!(text.contains(&id), "call {id} lost");
+    }
+}
+
+#[tokio::test]
+async fn a_real_codex_session_with_a_call_never_answered_is_refused() {
+    let body = codex_request("rollout-12-47-42-orphan-call");
+    let upstream = StandIn::json("{}").await;
+    let proxy = Running::start(upstream.config()).await;
+    let answer = post(
+        &proxy,
+        "/v1/responses",
+        &[("authorization", "Bearer sk-test")],
+        body,
+    )
+    .await;
+    assert_eq!(answer.status, 400);
+    let json = answer.json();
+    assert_eq!(json["error"]["code"], "openai-responses/no-tool-output");
+    let message = json["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("input.436") && message.contains("call_BpTazJ89W9PntRqGPwDNfwEY"),
+        "{message}"
+    );
+    assert!(
+        message.contains("No tool output found for function call"),
+        "{message}"
+    );
+    assert!(upstream.received().is_empty());
+}
+
 #[tokio::test]
 async fn within_the_budget_the_request_goes_as_it_came() {
     let body = long_anthropic_request(5);
