@@ -3,7 +3,7 @@
 //! the budget it goes as it came.
 
 use cutpoint::compact::pipeline::Settings;
-use cutpoint::format::{ByteEstimate, Format, check_rules};
+use cutpoint::format::{ByteEstimate, Format, check_against, check_rules};
 use cutpoint_proxy::{Compaction, Config, Mode};
 use serde_json::{Value, json};
 
