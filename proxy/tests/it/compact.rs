@@ -125,6 +125,12 @@ fn assert_compacted(original: &str, sent: &Received, format: Format, budget: u64
         vec![],
         "the forwarded request breaks a rule"
     );
+    let before = cutpoint::format::read(original, format, &ByteEstimate).unwrap();
+    assert_eq!(
+        check_against(&before, &transcript),
+        vec![],
+        "not a legal rewrite of the request"
+    );
     assert!(
         sent_text.contains("Tool calls summarized"),
         "no ledger in {sent_text}"
@@ -217,6 +223,12 @@ async fn a_real_codex_session_over_the_budget_reaches_the_upstream_compacted() {
     assert!(live_tokens(text, Format::OpenAiResponses) <= budget);
     let back = cutpoint::format::read(text, Format::OpenAiResponses, &ByteEstimate).unwrap();
     assert_eq!(check_rules(&back), vec![]);
+    let before = cutpoint::format::read(&body, Format::OpenAiResponses, &ByteEstimate).unwrap();
+    assert_eq!(
+        check_against(&before, &back),
+        vec![],
+        "reasoning or compaction broken"
+    );
     assert_eq!(
         beside(&sent.body, "input"),
         beside(body.as_bytes(), "input")
