@@ -63,6 +63,12 @@ enum Command {
     /// error or ended before the response did; 2 on bad input (FILE: event N (byte
     /// B): what is wrong).
     Watch(watch::Args),
+    /// Stand between an agent and its provider (feature `proxy`): check every
+    /// request by the provider's rules (a 400 in the provider's error shape, not
+    /// forwarded, for one that breaks a rule), compact over --budget with
+    /// --mode compact, stream the answers back unchanged. See docs/proxy.md.
+    #[cfg(feature = "proxy")]
+    Proxy(cutpoint_proxy::cli::Args),
 }
 
 fn main() -> ExitCode {
@@ -73,5 +79,7 @@ fn main() -> ExitCode {
         Command::Compact(args) => compact::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Watch(args) => watch::run(args),
+        #[cfg(feature = "proxy")]
+        Command::Proxy(args) => cutpoint_proxy::cli::run(args),
     }
 }

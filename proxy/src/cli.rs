@@ -1,0 +1,136 @@
+//! The command line (feature `cli`): argument parsing, logging and ctrl-c around
+//! [`serve`](crate::serve), shared by the `cutpoint-proxy` binary and the CLI's
+//! `cutpoint proxy` (the CLI's feature `proxy`).
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::{Compaction, Config, DEFAULT_MAX_BODY_BYTES, Mode, Proxy};
+use clap::{Parser, ValueEnum};
+use cutpoint::compact::pipeline::{Preset, Settings};
+
+/// Check every request an agent sends its provider by the provider's tool-call rules,
+/// and compact it at a legal cut over a budget; stream the answers back unchanged.
+#[derive(Parser, Debug)]
+#[command(name = "cutpoint-proxy", version, about, long_about = None)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// The provider's base URL, e.g. <https://api.anthropic.com> or <https://api.openai.com>.
+    #[arg(long, value_name = "URL")]
+    upstream: http::Uri,
+    /// check: refuse a request that breaks a provider rule (400 in the provider's
+    /// error shape), forward the rest unchanged. compact: check, and compact a
+    /// request over --budget with the pipeline before forwarding it.
+    #[arg(long, value_enum, default_value_t = ModeArg::Check)]
+    mode: ModeArg,
+    /// compact: tokens the live history must fit in [default with --context-window:
+    /// the window less --max-output].
+    #[arg(long, value_name = "TOKENS")]
+    budget: Option<u64>,
+    /// compact: the model's context window, in tokens.
+    #[arg(long, value_name = "N", requires = "max_output")]
+    context_window: Option<u64>,
+    /// compact: the most tokens the model may output.
+    #[arg(long, value_name = "N", requires = "context_window")]
+    max_output: Option<u64>,
+    /// compact: the pipeline's preset, gentle, balanced or aggressive [default:
+    /// balanced].
+    #[arg(long, value_name = "PRESET", value_parser = parse_preset)]
+    preset: Option<Preset>,
+    /// The largest request body read, in bytes; a larger one is answered 413.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+}
+
+/// `--mode`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+enum ModeArg {
+    /// Refuse what breaks a rule.
+    Check,
+    /// Check, and compact over the budget.
+    Compact,
+}
+
+fn parse_preset(name: &str) -> Result<Preset, String> {
+    Preset::from_name(name).ok_or_else(|| {
+        format!(
+            "unknown preset {name:?}; one of: {}",
+            Preset::ALL.map(Preset::name).join(", ")
+        )
+    })
+}
+
+/// Runs the proxy the arguments describe until ctrl-c, then lets the streams in
+/// flight finish. Exit status: 0 after a shutdown; 2 on bad arguments; 1 when the
+/// address cannot be listened on.
+pub fn run(args: Args) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init()
+        .ok();
+    let mut config = Config::new(args.upstream.clone());
+    config.max_body_bytes = args.max_body_bytes;
+    if args.mode == ModeArg::Compact {
+        let mut settings = Settings::new();
+        settings.budget = args.budget;
+        settings.context_window = args.context_window;
+        settings.max_output = args.max_output;
+        settings.preset = args.preset;
+        match Compaction::new(&settings) {
+            Ok(c) => config.mode = Mode::Compact(Box::new(c)),
+            Err(e) => {
+                eprintln!("cutpoint-proxy: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let proxy = match Proxy::new(config) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("cutpoint-proxy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cutpoint-proxy: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(args.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("cutpoint-proxy: cannot listen on {}: {e}", args.listen);
+                return ExitCode::FAILURE;
+            }
+        };
+        tracing::info!(listen = %args.listen, upstream = %args.upstream, "cutpoint-proxy listening");
+        let shutdown = async {
+            // No ctrl-c handler to be had: run until killed.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        match crate::serve(listener, proxy, shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cutpoint-proxy: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}

@@ -1,0 +1,280 @@
+//! The proxy's sans-IO core: what to do with one request body. No sockets, no
+//! clock, no runtime: [`Mode::decide`] takes the bytes and says forward, forward a
+//! rewrite, or refuse; the HTTP layer ([`Proxy`](crate::Proxy)) only carries it out.
+
+use bytes::Bytes;
+use cutpoint::compact::pipeline::{Choice, Pipeline, Progress, Settings};
+use cutpoint::compact::strategy::LedgerOnly;
+use cutpoint::format::edit::EditError;
+use cutpoint::format::{ByteEstimate, Finding, LoadError, Loaded};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::{Refusal, Route};
+
+/// What the proxy does with the requests it reads.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Refuse a request that breaks a provider rule; forward the rest unchanged.
+    #[default]
+    Check,
+    /// As `Check`, and compact a request over the budget with the one pipeline
+    /// before forwarding it.
+    Compact(Box<Compaction>),
+}
+
+/// The compaction of [`Mode::Compact`]: the pipeline `cutpoint compact --strategy
+/// pipeline` runs, built from the same [`Settings`].
+#[derive(Clone, Debug)]
+pub struct Compaction {
+    pipeline: Pipeline,
+    budget: u64,
+}
+
+/// [`Compaction::new`] was given no budget.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("compact mode needs a budget: --budget, or --context-window with --max-output")]
+#[non_exhaustive]
+pub struct NoBudget;
+
+impl Compaction {
+    /// The pipeline of `settings` ([`Settings::pipeline`] with [`Choice::Pipeline`]),
+    /// keeping every thinking block and reasoning item valid for its prefix binding
+    /// (a proxy rewrites what the provider verifies). **O(stages)**.
+    ///
+    /// # Errors
+    /// [`NoBudget`] when `settings` names no budget.
+    pub fn new(settings: &Settings) -> Result<Self, NoBudget> {
+        let budget = settings.budget().ok_or(NoBudget)?;
+        let mut settings = settings.clone();
+        settings.keep_thinking_valid = true;
+        Ok(Compaction {
+            pipeline: settings.pipeline(Choice::Pipeline, 0),
+            budget,
+        })
+    }
+
+    /// The budget, in tokens. **O(1)**.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+}
+
+/// What to do with one request body ([`Mode::decide`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Forward the body as it came: it keeps the rules, and is within the budget or
+    /// no mode asked to compact it (or it holds no history to read).
+    Forward,
+    /// Forward this body instead: the request compacted to the budget. It was read
+    /// back and keeps the provider's rules, and the rules of a rewrite of the
+    /// original (latest thinking, provider compaction, reasoning before its item).
+    Compacted {
+        /// The rewritten body: only its history differs from the request's.
+        body: Bytes,
+        /// Live-history tokens before (estimated: a quarter of the bytes).
+        tokens_before: u64,
+        /// And after.
+        tokens_after: u64,
+    },
+    /// Over the budget, but no rewrite could be forwarded: the body goes as it came.
+    Deferred {
+        /// Why (a pipeline's reason, or a rewrite that did not pass the checks).
+        reason: String,
+    },
+    /// Answer the request with this error; do not forward it.
+    Refuse(Refusal),
+}
+
+/// The top-level keys the library's reader takes a history from. A Responses request
+/// may send its `input` as a plain string, or none at all (a stored prompt, a
+/// conversation): such a request holds no history to check.
+#[derive(Deserialize)]
+struct Top<'a> {
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    messages: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    contents: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    history: Option<&'a RawValue>,
+}
+
+impl Top<'_> {
+    /// Whether a Responses request holds no history: its `input` is a string, or it
+    /// names no history at all. **O(1)**.
+    fn without_history(&self) -> bool {
+        match self.input {
+            Some(input) => input.get().starts_with('"'),
+            None => self.messages.is_none() && self.contents.is_none() && self.history.is_none(),
+        }
+    }
+}
+
+impl Mode {
+    /// Decides what to do with `body`, a request for `route`: read it with the
+    /// library's reader of the route's format, refuse it when it breaks a provider
+    /// rule ([`Loaded::check`], as `cutpoint check` does) naming the rule, the
+    /// message index and the call id; in compact mode, over the budget, compact it
+    /// ([`Loaded::run`], as `cutpoint compact --strategy pipeline` does). Never
+    /// panics on any input. **O(len)** to read and check, plus what the pipeline
+    /// costs when it runs.
+    pub fn decide(&self, route: Route, body: &[u8]) -> Decision {
+        let text = match std::str::from_utf8(body) {
+            Ok(text) => text,
+            Err(e) => {
+                return Decision::Refuse(Refusal::bad_request(
+                    "not-utf8",
+                    format!(
+                        "cutpoint proxy: the request body is not UTF-8 (invalid byte at offset {})",
+                        e.valid_up_to()
+                    ),
+                ));
+            }
+        };
+        // The syntax first, so that a malformed body is named by line and column
+        // whatever the reader would have made of it.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Decision::Refuse(Refusal::bad_request(
+                "invalid-json",
+                format!("cutpoint proxy: the request body is not valid JSON: {e}"),
+            ));
+        }
+        let top = match text.trim_start().starts_with('{') {
+            true => serde_json::from_str::<Top<'_>>(text).ok(),
+            false => None,
+        };
+        let Some(top) = top else {
+            return Decision::Refuse(Refusal::bad_request(
+                "invalid-request",
+                "cutpoint proxy: the request body is not a JSON object".to_owned(),
+            ));
+        };
+        if route == Route::OpenAiResponses && top.without_history() {
+            return Decision::Forward;
+        }
+        let loaded = match Loaded::read(text, route.format(), &ByteEstimate) {
+            Ok(loaded) => loaded,
+            Err(e) => return Decision::Refuse(unreadable(&e)),
+        };
+        let violations = match loaded.check(None, false) {
+            Ok(checked) => checked.violations,
+            // Only a records log compared with an original is not comparable.
+            Err(_) => Vec::new(),
+        };
+        if let Some(first) = violations.first() {
+            return Decision::Refuse(broken(route, first, violations.len()));
+        }
+        match self {
+            Mode::Check => Decision::Forward,
+            Mode::Compact(c) => compact(c, route, text, &loaded),
+        }
+    }
+}
+
+/// The refusal of a body the reader could not read: the reader's message names the
+/// line and the message.
+fn unreadable(e: &LoadError) -> Refusal {
+    Refusal::bad_request(
+        "invalid-request",
+        format!("cutpoint proxy: the request's history cannot be read: {e}"),
+    )
+}
+
+/// The refusal of a body that breaks a rule: the provider's own text, with the rule,
+/// the call id and the message index (`messages.N`, or `input.N` for Responses).
+fn broken(route: Route, first: &Finding, count: usize) -> Refusal {
+    let array = match route {
+        Route::OpenAiResponses => "input",
+        _ => "messages",
+    };
+    let call = first
+        .call_id
+        .as_ref()
+        .map(|c| format!(", call {c}"))
+        .unwrap_or_default();
+    let more = match count {
+        1 => String::new(),
+        n => format!(" ({} more violations)", n - 1),
+    };
+    Refusal::bad_request(
+        first.rule,
+        format!(
+            "cutpoint proxy: rule {} broken at {array}.{}{call}: {}{more}",
+            first.rule, first.at, first.text
+        ),
+    )
+}
+
+/// Compact mode on a request that keeps the rules: within the budget it goes as it
+/// came; over it, the pipeline's output goes when it meets the budget and passes the
+/// checks, else the request as it came. **O(len)** plus the pipeline.
+fn compact(c: &Compaction, route: Route, text: &str, loaded: &Loaded<'_>) -> Decision {
+    let before = loaded.live_tokens();
+    if before <= c.budget {
+        return Decision::Forward;
+    }
+    let done = match loaded.run(
+        &c.pipeline,
+        0,
+        &mut Progress::new(),
+        &mut LedgerOnly,
+        &ByteEstimate,
+    ) {
+        Ok(done) => done,
+        Err(e @ EditError::ThinkingBound { .. }) => {
+            return Decision::Deferred {
+                reason: e.to_string(),
+            };
+        }
+        Err(e) => {
+            return Decision::Deferred {
+                reason: format!("the pipeline failed: {e}"),
+            };
+        }
+    };
+    if !done.report.met_budget() || done.text == text {
+        let mut why: Vec<String> = done.report.blocked().map(|b| b.to_string()).collect();
+        why.dedup();
+        return Decision::Deferred {
+            reason: format!(
+                "{} tokens left over the budget of {}{}",
+                done.report.tokens_after,
+                c.budget,
+                match why.is_empty() {
+                    true => String::new(),
+                    false => format!(" ({})", why.join("; ")),
+                }
+            ),
+        };
+    }
+    // Never forward a rewrite the provider would refuse: read it back and check it on
+    // its own and as a rewrite of the request.
+    let back = match Loaded::read(&done.text, route.format(), &ByteEstimate) {
+        Ok(back) => back,
+        Err(e) => {
+            return Decision::Deferred {
+                reason: format!("the rewrite does not read back: {e}"),
+            };
+        }
+    };
+    let mut findings = Vec::new();
+    for against in [None, Some(loaded)] {
+        if let Ok(checked) = back.check(against, false) {
+            findings.extend(checked.violations);
+        }
+    }
+    if let Some(first) = findings.first() {
+        return Decision::Deferred {
+            reason: format!("the rewrite breaks {}: {}", first.rule, first.text),
+        };
+    }
+    Decision::Compacted {
+        tokens_after: back.live_tokens(),
+        body: Bytes::from(done.text),
+        tokens_before: before,
+    }
+}

@@ -1,0 +1,389 @@
+//! `cutpoint-proxy`: cutpoint in the HTTP path between an agent and its provider.
+//!
+//! Every agent that sends its history to Anthropic or OpenAI over HTTP takes a base
+//! URL (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, an SDK's `base_url`). Pointed at this
+//! proxy, each request of the three provider APIs it reads (`POST /v1/messages`,
+//! `/v1/chat/completions`, `/v1/responses`) is checked by the provider's tool-call
+//! rules before the provider sees it, and in compact mode compacted at a legal cut
+//! when it passes a budget:
+//!
+//! ```text
+//! agent ──request──▶ Proxy::handle ──▶ Mode::decide(route, body) ──▶ Forward / Compacted ──▶ upstream
+//!                         │                                   └──▶ Refuse: 400 in the provider's shape
+//! agent ◀──response, streamed as it arrives, byte for byte──────────────────────────────── upstream
+//! ```
+//!
+//! - [`Mode::decide`] is the sans-IO core: bytes in, a [`Decision`] out.
+//! - [`Proxy::handle`] is the mountable handler: a `Request` in, a `Response` out,
+//!   for any body type, so a Rust service can route to it from its own router.
+//! - [`serve`] runs it on a listener with graceful shutdown (streams in flight finish).
+//!
+//! Mounted in a service of one's own (any body type whose chunks are [`Bytes`]):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use cutpoint_proxy::{Config, Proxy};
+//!
+//! # fn mount() -> Result<(), Box<dyn std::error::Error>> {
+//! let proxy = Arc::new(Proxy::new(Config::new("https://api.anthropic.com".parse()?))?);
+//! let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+//!     let proxy = Arc::clone(&proxy);
+//!     // `false`: the service serves (or not) its own /metrics, from `proxy.metrics()`.
+//!     async move { Ok::<_, std::convert::Infallible>(proxy.handle(request, false).await) }
+//! });
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Headers pass through untouched, authentication included, and are never logged;
+//! only the hop-by-hop ones (`connection`, `transfer-encoding`, ...) and `host` are
+//! the proxy's own, and `content-length` is recomputed for a body it read. Every
+//! other path and method passes through unread, its body streamed.
+
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "cli")]
+pub mod cli;
+mod decide;
+mod metrics;
+mod refusal;
+mod route;
+mod upstream;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Body;
+use tokio::net::TcpListener;
+
+pub use decide::{Compaction, Decision, Mode, NoBudget};
+pub use metrics::Metrics;
+pub use refusal::Refusal;
+pub use route::Route;
+pub use upstream::UpstreamError;
+
+use metrics::Count;
+
+/// The error type of the bodies the proxy sends and forwards.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response [`Proxy::handle`] returns (and of the requests it
+/// sends upstream): the upstream's body streamed, or one the proxy made.
+pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The default cap on a request body the proxy reads: 32 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 << 20;
+
+/// How a [`Proxy`] is set up.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// Where requests go: a base URL (`https://api.anthropic.com`,
+    /// `http://127.0.0.1:9000/prefix`); a request's path and query are appended to it.
+    pub upstream: Uri,
+    /// Check only, or compact too.
+    pub mode: Mode,
+    /// The largest request body of a provider route the proxy reads; a larger one is
+    /// answered 413 and not forwarded.
+    pub max_body_bytes: usize,
+}
+
+impl Config {
+    /// Check mode in front of `upstream`, with the default body cap. **O(1)**.
+    pub fn new(upstream: Uri) -> Self {
+        Config {
+            upstream,
+            mode: Mode::Check,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// The proxy: its configuration, its upstream client and its counters. Share it
+/// behind an [`Arc`]; [`handle`](Proxy::handle) takes `&self`.
+#[derive(Debug)]
+pub struct Proxy {
+    config: Config,
+    /// `config.mode`, shared with the blocking tasks that decide.
+    mode: Arc<Mode>,
+    upstream: upstream::Upstream,
+    metrics: Metrics,
+}
+
+impl Proxy {
+    /// A proxy for `config`: its HTTPS client (rustls with the ring provider and the
+    /// Mozilla roots; plain HTTP for an `http://` upstream). **O(roots)**.
+    ///
+    /// # Errors
+    /// [`UpstreamError`] when the upstream URL has no scheme or host, or TLS cannot be
+    /// set up.
+    pub fn new(config: Config) -> Result<Self, UpstreamError> {
+        Ok(Proxy {
+            upstream: upstream::Upstream::new(&config.upstream)?,
+            mode: Arc::new(config.mode.clone()),
+            config,
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// Its counters. **O(1)**.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Its configuration. **O(1)**.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Answers one request: a provider route's body is read (up to the cap) and
+    /// decided on ([`Mode::decide`]); a refusal is answered in the provider's error
+    /// shape and never forwarded; anything else goes upstream, and the upstream's
+    /// answer comes back as it arrives, status, headers and body unchanged. `GET
+    /// /metrics` is answered with [`Metrics::render`] when `serve_metrics`. Never
+    /// fails: an upstream that cannot be reached is a 502 in the provider's shape.
+    /// **O(len(body))** plus [`Mode::decide`] for a provider route, which runs on
+    /// tokio's blocking pool (so the handler needs a tokio runtime, as hyper-util's
+    /// client does); **O(1)** per chunk otherwise.
+    pub async fn handle<B>(&self, request: Request<B>, serve_metrics: bool) -> Response<ProxyBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        if serve_metrics && request.uri().path() == "/metrics" {
+            return plain(StatusCode::OK, self.metrics.render());
+        }
+        self.metrics.count(Count::Request);
+        let route = Route::of(request.method(), request.uri().path());
+        let (parts, body) = request.into_parts();
+        let Some(route) = route else {
+            tracing::debug!(method = %parts.method, path = parts.uri.path(), "passed through");
+            return self
+                .forward(parts, body.map_err(Into::into).boxed_unsync(), None)
+                .await;
+        };
+        self.metrics.count(Count::Read);
+        let bytes = match self.read_body(&parts.headers, body).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return self.refuse(route, refusal),
+        };
+        // Reading, checking and compacting a history is CPU work of **O(len)** and
+        // more: off the async workers, so that the streams they carry never wait on
+        // it. A panic there (a bug) refuses the request; it is never forwarded.
+        let (mode, body) = (Arc::clone(&self.mode), bytes.clone());
+        let decision = tokio::task::spawn_blocking(move || mode.decide(route, &body))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(route = route.name(), error = %e, "the decision failed");
+                Decision::Refuse(Refusal {
+                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                    reason: "internal-error",
+                    message: "cutpoint proxy: the request could not be checked (an internal error); it was not forwarded".to_owned(),
+                })
+            });
+        match decision {
+            Decision::Refuse(refusal) => self.refuse(route, refusal),
+            Decision::Forward => self.forward(parts, full(bytes), Some(route)).await,
+            Decision::Deferred { reason } => {
+                self.metrics.count(Count::Deferral);
+                tracing::warn!(route = route.name(), %reason, "over the budget, forwarded as it came");
+                self.forward(parts, full(bytes), Some(route)).await
+            }
+            Decision::Compacted {
+                body,
+                tokens_before,
+                tokens_after,
+            } => {
+                self.metrics.count(Count::Compaction(
+                    tokens_before.saturating_sub(tokens_after),
+                ));
+                tracing::info!(
+                    route = route.name(),
+                    tokens_before,
+                    tokens_after,
+                    "compacted"
+                );
+                self.forward(parts, full(body), Some(route)).await
+            }
+        }
+    }
+
+    /// The body of a provider route's request, whole: refused when its
+    /// `content-length` or its bytes pass the cap (413), when it is compressed (415:
+    /// the proxy cannot read it), or when reading it fails. **O(len)**.
+    async fn read_body<B>(&self, headers: &HeaderMap, body: B) -> Result<Bytes, Refusal>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let max = self.config.max_body_bytes;
+        let too_large = || Refusal {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            reason: "body-too-large",
+            message: format!("cutpoint proxy: the request body is over the cap of {max} bytes"),
+        };
+        if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+            if encoding.as_bytes() != b"identity" {
+                return Err(Refusal {
+                    status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    reason: "content-encoding",
+                    message: format!(
+                        "cutpoint proxy: cannot read a request body with content-encoding {}",
+                        String::from_utf8_lossy(encoding.as_bytes())
+                    ),
+                });
+            }
+        }
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > max as u64) {
+            return Err(too_large());
+        }
+        match Limited::new(body, max).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) => {
+                let e: BoxError = e;
+                if e.downcast_ref::<LengthLimitError>().is_some() {
+                    Err(too_large())
+                } else {
+                    Err(Refusal::bad_request(
+                        "body-read-error",
+                        format!("cutpoint proxy: the request body could not be read: {e}"),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The refusal answered in `route`'s provider shape, counted and logged.
+    fn refuse(&self, route: Route, refusal: Refusal) -> Response<ProxyBody> {
+        self.metrics.refused(refusal.reason);
+        tracing::info!(
+            route = route.name(),
+            status = refusal.status.as_u16(),
+            reason = refusal.reason,
+            "refused"
+        );
+        let mut response = Response::new(full(refusal.body(route)));
+        *response.status_mut() = refusal.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Ok(reason) = HeaderValue::from_str(refusal.reason) {
+            headers.insert(HeaderName::from_static("x-cutpoint-refused"), reason);
+        }
+        response
+    }
+
+    /// Sends the request upstream and streams the answer back; a failure to reach it
+    /// is a 502 in `route`'s shape (OpenAI's for a path passed through).
+    async fn forward(
+        &self,
+        parts: http::request::Parts,
+        body: ProxyBody,
+        route: Option<Route>,
+    ) -> Response<ProxyBody> {
+        self.metrics.count(Count::Forwarded);
+        match self.upstream.send(parts, body, route.is_some()).await {
+            Ok(response) => response,
+            Err(e) => {
+                self.metrics.count(Count::UpstreamError);
+                tracing::warn!(error = %e, "upstream unreachable");
+                let refusal = Refusal {
+                    status: StatusCode::BAD_GATEWAY,
+                    reason: "upstream-unreachable",
+                    message: format!("cutpoint proxy: the upstream could not be reached: {e}"),
+                };
+                let mut response =
+                    Response::new(full(refusal.body(route.unwrap_or(Route::OpenAiChat))));
+                *response.status_mut() = StatusCode::BAD_GATEWAY;
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                response
+            }
+        }
+    }
+}
+
+/// A whole body the proxy holds.
+fn full(bytes: Bytes) -> ProxyBody {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// A plain-text response (the metrics).
+fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
+    let mut response = Response::new(full(Bytes::from(text)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    response
+}
+
+/// Serves `proxy` on `listener` over HTTP/1.1, with `/metrics`, until `shutdown`
+/// resolves; then stops accepting and waits for every connection in flight, its
+/// streamed answers included, to finish (hyper-util's graceful shutdown). A failed
+/// accept (out of file descriptors) is logged and retried.
+///
+/// # Errors
+/// None today: the `Result` leaves room for a listener that can fail for good.
+pub async fn serve(
+    listener: TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use hyper_util::server::graceful::GracefulShutdown;
+
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let proxy = Arc::clone(&proxy);
+        let service = service_fn(move |request| {
+            let proxy = Arc::clone(&proxy);
+            async move { Ok::<_, Infallible>(proxy.handle(request, true).await) }
+        });
+        let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    tracing::info!(
+        connections = graceful.count(),
+        "shutting down: waiting for connections in flight"
+    );
+    graceful.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! The proxy's counters, in the Prometheus text format: plain atomics, and one small
+//! map for refusals by reason (its keys are the rules' static names).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Counters of one proxy, shared by every connection. Each update is **O(1)** (a
+/// refusal: **O(log reasons)** under a lock held for the insert only).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: AtomicU64,
+    read: AtomicU64,
+    forwarded: AtomicU64,
+    compactions: AtomicU64,
+    deferrals: AtomicU64,
+    tokens_saved: AtomicU64,
+    upstream_errors: AtomicU64,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// One thing counted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Count {
+    /// A request received (the proxy's own `/metrics` aside).
+    Request,
+    /// A request of a provider route, its body read.
+    Read,
+    /// A request sent upstream (read or passed through).
+    Forwarded,
+    /// A request compacted before forwarding, and the tokens it saved.
+    Compaction(u64),
+    /// A request over the budget forwarded as it came.
+    Deferral,
+    /// The upstream could not be reached, or failed mid-request.
+    UpstreamError,
+}
+
+impl Metrics {
+    /// Counts one event. **O(1)**.
+    pub(crate) fn count(&self, what: Count) {
+        let counter = match what {
+            Count::Request => &self.requests,
+            Count::Read => &self.read,
+            Count::Forwarded => &self.forwarded,
+            Count::Compaction(saved) => {
+                self.tokens_saved.fetch_add(saved, Relaxed);
+                &self.compactions
+            }
+            Count::Deferral => &self.deferrals,
+            Count::UpstreamError => &self.upstream_errors,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a refusal for `reason`. **O(log reasons)**.
+    pub(crate) fn refused(&self, reason: &'static str) {
+        // A poisoned lock only means a panic elsewhere mid-insert: the map is whole.
+        let mut map = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry(reason).or_default() += 1;
+    }
+
+    /// Requests refused for `reason` so far. **O(log reasons)**.
+    pub fn refusals(&self, reason: &str) -> u64 {
+        let map = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(reason).copied().unwrap_or(0)
+    }
+
+    /// Requests compacted before forwarding so far. **O(1)**.
+    pub fn compactions(&self) -> u64 {
+        self.compactions.load(Relaxed)
+    }
+
+    /// Requests sent upstream so far. **O(1)**.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Relaxed)
+    }
+
+    /// The counters in the Prometheus text exposition format. **O(reasons)**.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counters = [
+            (
+                "requests",
+                "Requests received (the proxy's own /metrics aside).",
+                &self.requests,
+            ),
+            (
+                "read",
+                "Requests of a provider route, their bodies read (up to the cap) and checked.",
+                &self.read,
+            ),
+            ("forwarded", "Requests sent upstream.", &self.forwarded),
+            (
+                "compactions",
+                "Requests compacted before forwarding.",
+                &self.compactions,
+            ),
+            (
+                "deferrals",
+                "Requests over the budget forwarded as they came (no legal rewrite).",
+                &self.deferrals,
+            ),
+            (
+                "tokens_saved",
+                "Estimated live-history tokens removed by compaction.",
+                &self.tokens_saved,
+            ),
+            (
+                "upstream_errors",
+                "Requests whose upstream could not be reached or failed.",
+                &self.upstream_errors,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(out, "# HELP cutpoint_proxy_{name}_total {help}");
+            let _ = writeln!(out, "# TYPE cutpoint_proxy_{name}_total counter");
+            let _ = writeln!(out, "cutpoint_proxy_{name}_total {}", value.load(Relaxed));
+        }
+        let _ = writeln!(
+            out,
+            "# HELP cutpoint_proxy_refused_total Requests answered by the proxy and not forwarded, by rule or reason."
+        );
+        let _ = writeln!(out, "# TYPE cutpoint_proxy_refused_total counter");
+        let map = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        for (reason, n) in map.iter() {
+            let _ = writeln!(
+                out,
+                "cutpoint_proxy_refused_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_counter_and_each_reason() {
+        let m = Metrics::default();
+        m.count(Count::Request);
+        m.count(Count::Compaction(120));
+        m.refused("anthropic/tool-use-without-result");
+        m.refused("anthropic/tool-use-without-result");
+        let text = m.render();
+        assert!(text.contains("cutpoint_proxy_requests_total 1\n"));
+        assert!(text.contains("cutpoint_proxy_compactions_total 1\n"));
+        assert!(text.contains("cutpoint_proxy_tokens_saved_total 120\n"));
+        assert!(text.contains(
+            "cutpoint_proxy_refused_total{reason=\"anthropic/tool-use-without-result\"} 2\n"
+        ));
+        assert_eq!(m.refusals("anthropic/tool-use-without-result"), 2);
+    }
+}

@@ -1,0 +1,9 @@
+//! The proxy over loopback only: a stand-in upstream (hyper) that records what it
+//! receives, the proxy in front of it, a hyper client as the agent. Never a real
+//! provider.
+
+mod check;
+mod compact;
+mod hostile;
+mod passthrough;
+mod support;

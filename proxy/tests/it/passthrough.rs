@@ -1,0 +1,226 @@
+//! What the proxy passes through: streamed answers byte for byte and as they arrive,
+//! upstream statuses and error bodies unchanged, every other path unread, streams in
+//! flight finished on shutdown.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use http_body_util::channel::{Channel, Sender};
+use http_body_util::{BodyExt, Full};
+use tokio::sync::mpsc;
+
+use crate::support::*;
+
+/// Guards a wait that a broken proxy would never end (it is no timing assertion:
+/// a working proxy answers in milliseconds).
+const HANG: Duration = Duration::from_secs(20);
+
+/// A stand-in that answers every request with a stream whose sender it hands out.
+async fn streaming_upstream() -> (
+    StandIn,
+    mpsc::UnboundedReceiver<Sender<Bytes, std::convert::Infallible>>,
+) {
+    let (senders, rx) = mpsc::unbounded_channel();
+    let senders = Arc::new(Mutex::new(senders));
+    let upstream = StandIn::start(move |_| {
+        let (tx, body) = Channel::<Bytes>::new(16);
+        let _ = senders.lock().unwrap().send(tx);
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .header("request-id", "req_stand_in")
+            .body(body.boxed_unsync())
+            .unwrap()
+    })
+    .await;
+    (upstream, rx)
+}
+
+#[tokio::test]
+async fn a_recorded_anthropic_stream_comes_back_byte_identical() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let recorded = fixture("anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt");
+    let feeding = {
+        let recorded = recorded.clone();
+        tokio::spawn(async move {
+            let mut tx = senders.recv().await.expect("the upstream was called");
+            // Cut anywhere, as the network does: mid-line, mid-event, mid-character.
+            for chunk in recorded.chunks(37) {
+                tx.send_data(Bytes::copy_from_slice(chunk))
+                    .await
+                    .expect("send");
+            }
+        })
+    };
+    let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/messages", &[], ANTHROPIC_OK))
+        .await
+        .expect("the stream ends");
+    feeding.await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.headers["content-type"], "text/event-stream");
+    assert_eq!(answer.headers["request-id"], "req_stand_in");
+    assert_eq!(
+        answer.body, recorded,
+        "the stream changed on its way through"
+    );
+    assert_eq!(upstream.received()[0].body, ANTHROPIC_OK.as_bytes());
+}
+
+#[tokio::test]
+async fn a_recorded_openai_chat_stream_comes_back_byte_identical() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let recorded = fixture(
+        "openai-chat-stream__pydantic-pydantic-ai__test_complex_agent_run.yaml.interaction0.sse",
+    );
+    let feeding = {
+        let recorded = recorded.clone();
+        tokio::spawn(async move {
+            let mut tx = senders.recv().await.expect("the upstream was called");
+            for chunk in recorded.chunks(61) {
+                tx.send_data(Bytes::copy_from_slice(chunk))
+                    .await
+                    .expect("send");
+            }
+        })
+    };
+    let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/chat/completions", &[], CHAT_OK))
+        .await
+        .expect("the stream ends");
+    feeding.await.unwrap();
+    assert_eq!(answer.body, recorded);
+}
+
+#[tokio::test]
+async fn the_answer_is_streamed_as_it_arrives_not_buffered() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let req = http::Request::post(proxy.url("/v1/messages"))
+        .body(Full::new(Bytes::from_static(ANTHROPIC_OK.as_bytes())))
+        .unwrap();
+    let response = client().request(req).await.expect("headers come first");
+    let mut tx = senders.recv().await.unwrap();
+    let mut body = response.into_body();
+    tx.send_data(Bytes::from_static(b"event: message_start\n"))
+        .await
+        .unwrap();
+    // The upstream has sent one chunk and holds the rest back: a buffering proxy
+    // would wait for the end and never deliver it.
+    let first = tokio::time::timeout(HANG, body.frame())
+        .await
+        .expect("the first chunk arrived before the upstream finished")
+        .expect("a frame")
+        .expect("no error");
+    assert_eq!(first.into_data().unwrap(), "event: message_start\n");
+    tx.send_data(Bytes::from_static(b"data: {}\n\n"))
+        .await
+        .unwrap();
+    drop(tx);
+    let rest = body.collect().await.unwrap().to_bytes();
+    assert_eq!(rest, "data: {}\n\n");
+}
+
+#[tokio::test]
+async fn upstream_errors_pass_through_unchanged() {
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let upstream = StandIn::start(move |_| {
+        Response::builder()
+            .status(529)
+            .header("content-type", "application/json")
+            .header("retry-after", "7")
+            .body(full(overloaded))
+            .unwrap()
+    })
+    .await;
+    let proxy = Running::start(upstream.config()).await;
+    let answer = post(&proxy, "/v1/messages", &[], ANTHROPIC_OK).await;
+    assert_eq!(answer.status, 529);
+    assert_eq!(answer.headers["retry-after"], "7");
+    assert_eq!(answer.text(), overloaded);
+}
+
+#[tokio::test]
+async fn other_paths_and_methods_pass_through_unread() {
+    let upstream = StandIn::json(r#"{"data":[]}"#).await;
+    let proxy = Running::start(upstream.config()).await;
+    let got = whole(
+        client::<http_body_util::Empty<Bytes>>()
+            .get(proxy.url("/v1/models?limit=5").parse().unwrap())
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(got.text(), r#"{"data":[]}"#);
+    // Not JSON, but not a route the proxy reads: it goes as it came.
+    let answer = post(&proxy, "/v1/messages/count_tokens", &[], "not json").await;
+    assert_eq!(answer.status, 200);
+    let received = upstream.received();
+    assert_eq!(received[0].path, "/v1/models?limit=5");
+    assert_eq!(received[0].method, http::Method::GET);
+    assert_eq!(received[1].body, "not json");
+}
+
+#[tokio::test]
+async fn an_upstream_base_path_prefixes_every_request() {
+    let upstream = StandIn::json("{}").await;
+    let config = cutpoint_proxy::Config::new(
+        format!("http://{}/gateway/", upstream.addr)
+            .parse()
+            .unwrap(),
+    );
+    let proxy = Running::start(config).await;
+    post(&proxy, "/v1/messages?beta=true", &[], ANTHROPIC_OK).await;
+    assert_eq!(
+        upstream.received()[0].path,
+        "/gateway/v1/messages?beta=true"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_a_502_in_the_provider_shape() {
+    // A port bound and released: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = cutpoint_proxy::Config::new(format!("http://{port}").parse().unwrap());
+    let proxy = Running::start(config).await;
+    let answer = post(&proxy, "/v1/messages", &[], ANTHROPIC_OK).await;
+    assert_eq!(answer.status, 502);
+    assert_eq!(answer.json()["type"], "error");
+}
+
+#[tokio::test]
+async fn shutdown_lets_a_stream_in_flight_finish() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let mut proxy = Running::start(upstream.config()).await;
+    let req = http::Request::post(proxy.url("/v1/messages"))
+        .body(Full::new(Bytes::from_static(ANTHROPIC_OK.as_bytes())))
+        .unwrap();
+    let response = client().request(req).await.unwrap();
+    let mut tx = senders.recv().await.unwrap();
+    tx.send_data(Bytes::from_static(b"event: a\n\n"))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    proxy.stop();
+    // Shut down asked: the stream goes on to its end.
+    tx.send_data(Bytes::from_static(b"event: b\n\n"))
+        .await
+        .unwrap();
+    drop(tx);
+    let rest = tokio::time::timeout(HANG, body.collect())
+        .await
+        .expect("ends")
+        .unwrap()
+        .to_bytes();
+    assert_eq!([first, rest].concat(), b"event: a\n\nevent: b\n\n");
+    tokio::time::timeout(HANG, proxy.stopped())
+        .await
+        .expect("the proxy stops once its streams are done")
+        .unwrap();
+}
