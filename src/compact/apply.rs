@@ -37,12 +37,33 @@ pub enum ApplyError {
         /// Position of the latest compaction record.
         compaction_at: usize,
     },
+    /// The region covers a kept record ([`Payload::Kept`]: a control item, a block
+    /// that loaded a tool): it stays where it is; split the region around it
+    /// ([`Log::around_kept`]).
+    #[error(
+        "region {start}..{end} covers the kept record at {at} (a control item or a block that loaded a tool); it stays where it is"
+    )]
+    Kept {
+        /// Start of the region.
+        start: usize,
+        /// End of the region.
+        end: usize,
+        /// Position of the first kept record in it.
+        at: usize,
+    },
 }
 
 impl Log {
     /// Refuses a non-empty region that starts at or before the latest compaction
-    /// record. **O(1)**.
+    /// record or covers a kept record. **O(log k)** for `k` kept records.
     pub(super) fn check_unpinned(&self, region: &std::ops::Range<usize>) -> Result<(), ApplyError> {
+        if let Some(at) = self.kept_in(region.clone()) {
+            return Err(ApplyError::Kept {
+                start: region.start,
+                end: region.end,
+                at,
+            });
+        }
         match self.compaction {
             Some(at) if region.start < region.end && region.start <= at => {
                 Err(ApplyError::Pinned {
@@ -296,6 +317,18 @@ impl Log {
         self.tracker.replace_regions(&regions)?;
         let spans: Vec<(usize, usize)> = regions.iter().map(|r| (r.start, r.end)).collect();
         splice_many(&mut self.entries, &spans, items);
+        // No kept record lies inside a region: each moves back by what went before it.
+        if !self.kept.is_empty() {
+            let mut r = 0;
+            let mut gone = 0;
+            for p in &mut self.kept {
+                while r < regions.len() && regions[r].end <= *p {
+                    gone += regions[r].gone();
+                    r += 1;
+                }
+                *p -= gone;
+            }
+        }
         let entries = &self.entries;
         self.structure
             .replace(&regions, gone_messages, entries.len(), |i| {

@@ -48,6 +48,13 @@ pub enum EditError {
         /// Position of the latest compaction record.
         compaction_at: usize,
     },
+    /// The entry is kept verbatim where it is ([`Payload::Kept`]: a control item, a
+    /// block that loaded a tool).
+    #[error("entry {at} is kept as it is (a control item or a block that loaded a tool)")]
+    Kept {
+        /// The entry.
+        at: usize,
+    },
 }
 
 fn payload_name(p: &Payload) -> &'static str {
@@ -57,6 +64,7 @@ fn payload_name(p: &Payload) -> &'static str {
         Payload::Summary { .. } => "summary",
         Payload::Reasoning { .. } => "reasoning",
         Payload::Compaction(_) => "compaction",
+        Payload::Kept => "kept",
         _ => "empty",
     }
 }
@@ -87,8 +95,8 @@ impl Log {
     ///
     /// # Errors
     /// [`EditError`] when a position is out of range or out of order, at or before the
-    /// latest compaction record, a payload does not fit its record's kind (a
-    /// compaction payload fits none), or the total would overflow. The log is then
+    /// latest compaction record or kept ([`Payload::Kept`]), a payload does not fit
+    /// its record's kind (a compaction or kept payload fits none), or the total would overflow. The log is then
     /// unchanged.
     pub fn rewrite_entries(&mut self, edits: Vec<Rewrite>) -> Result<u64, EditError> {
         let len = self.entries.len();
@@ -101,6 +109,9 @@ impl Log {
                     at: e.at,
                     compaction_at,
                 });
+            }
+            if entry.kept() {
+                return Err(EditError::Kept { at: e.at });
             }
             let kind = entry.record.kind();
             let fits = match (&e.payload, kind) {

@@ -74,6 +74,16 @@ impl Log {
         let last = self.entries.len().checked_sub(1)?;
         let entry = self.entries.back_mut()?;
         let old = std::mem::replace(&mut entry.payload, payload);
+        let kept = entry.kept();
+        match self.kept.last() {
+            Some(&k) if k == last && !kept => {
+                self.kept.pop();
+            }
+            Some(&k) if k == last => {}
+            _ if kept => self.kept.push(last),
+            _ => {}
+        }
+        let entry = &self.entries[last];
         if entry.compaction().is_some() {
             self.compaction = Some(last);
         } else if self.compaction == Some(last) {
@@ -98,7 +108,7 @@ impl Log {
     /// past the log, [`ReplaceError::NotALegalCut`] when an end is not a legal cut (a
     /// pair would be split), [`ReplaceError::EmptyRegion`] when `start > end`;
     /// [`ApplyError::Pinned`] when a non-empty region starts at or before the latest
-    /// compaction record.
+    /// compaction record; [`ApplyError::Kept`] when it covers a kept record.
     pub fn plan_region(
         &self,
         region: Range<usize>,

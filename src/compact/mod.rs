@@ -178,6 +178,15 @@ pub enum Payload {
     /// never summarized, removed, cleared or edited. [`Entry::compaction`] is the one
     /// place that tells a compaction record.
     Compaction(NativeCompaction),
+    /// A record kept verbatim where it is, of any kind: a provider's control item (an
+    /// Anthropic mid-conversation `system` entry's `tool_addition`, `tool_removal`,
+    /// `output_config` or `clear_at`, a `fallback` block, an OpenAI Responses
+    /// `configuration_update` or `compaction_trigger`) or a block that loaded a tool (a
+    /// `tool_reference` in a `tool_search_tool_result` or an ordinary `tool_result`). A
+    /// **wall**: no strategy summarizes, removes, moves or edits it; a region ends before
+    /// it or starts after it ([`Log::kept_in`]), so the pair it belongs to stays whole
+    /// around it. [`Entry::kept`] is the one place that tells a kept record.
+    Kept,
 }
 
 impl Payload {
@@ -223,6 +232,12 @@ impl Entry {
             (Payload::Compaction(native), RecordKind::Assistant) => Some(*native),
             _ => None,
         }
+    }
+
+    /// Whether this record is kept verbatim where it is ([`Payload::Kept`]): a wall no
+    /// region may cover and no in-place edit may touch. **O(1)**.
+    pub fn kept(&self) -> bool {
+        matches!(self.payload, Payload::Kept)
     }
 
     /// The units of a summary entry: its payload's units, or bare units (arguments
@@ -282,6 +297,9 @@ pub struct Log {
     /// Position of the latest compaction record ([`Entry::compaction`]). Nothing at
     /// or before it is ever replaced, removed or edited, so it never moves.
     compaction: Option<usize>,
+    /// Positions of the kept records ([`Entry::kept`]), increasing: walls no region
+    /// covers. Shifted by every applied batch (none lies inside a region).
+    kept: Vec<usize>,
 }
 
 impl Log {
@@ -329,6 +347,9 @@ impl Log {
         self.structure.push(&entry.record, at);
         if entry.compaction().is_some() {
             self.compaction = Some(at);
+        }
+        if entry.kept() {
+            self.kept.push(at);
         }
         if !self.interim.is_empty() {
             if let RecordKind::ToolResult(id) = entry.record.kind() {
@@ -422,6 +443,44 @@ impl Log {
             .min(self.entries.len())
     }
 
+    /// The first kept record ([`Entry::kept`]) in `range`, if any: a region over
+    /// `range` would cover a wall. **O(log k)** for `k` kept records.
+    pub fn kept_in(&self, range: std::ops::Range<usize>) -> Option<usize> {
+        let i = self.kept.partition_point(|&p| p < range.start);
+        self.kept.get(i).copied().filter(|&p| p < range.end)
+    }
+
+    /// The positions of the kept records, increasing. **O(1)**.
+    pub fn kept_positions(&self) -> &[usize] {
+        &self.kept
+    }
+
+    /// `start..end` (both legal cuts) split around the kept records it holds: the
+    /// maximal sub-ranges between legal cuts that hold none, in order, empty ones left
+    /// out. What a strategy replaces or removes instead of `start..end`, each wall (and
+    /// the pair or message bound to it) staying where it is between them.
+    /// **O((1 + w) log k + gap / 64)** for `w` walls in the range.
+    pub fn around_kept(&self, start: usize, end: usize) -> Vec<std::ops::Range<usize>> {
+        let t = &self.tracker;
+        let mut out = Vec::new();
+        let mut a = start;
+        while a < end {
+            let Some(wall) = self.kept_in(a..end) else {
+                out.push(a..end);
+                break;
+            };
+            let b = t.legal_cut_at_or_before(wall).max(a);
+            if b > a {
+                out.push(a..b);
+            }
+            match t.legal_cut_at_or_after(wall + 1) {
+                Some(next) => a = next,
+                None => break,
+            }
+        }
+        out
+    }
+
     /// The entries, in log order. **O(1)**.
     pub fn entries(&self) -> &VecDeque<Entry> {
         &self.entries
@@ -461,6 +520,11 @@ impl Log {
                 Some(e.record.tokens()),
                 self.tracker.record_tokens(i),
                 "tokens of entry {i}"
+            );
+            assert_eq!(
+                e.kept(),
+                self.kept.binary_search(&i).is_ok(),
+                "entry {i} is listed as kept exactly when it is"
             );
             if let (Payload::Summary { units, .. }, RecordKind::Summary(ids)) =
                 (&e.payload, e.record.kind())

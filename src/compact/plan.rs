@@ -183,7 +183,10 @@ impl Log {
     /// never carried over from an earlier pass).
     ///
     /// A region that would end at or before the head is returned empty: nothing to
-    /// compact.
+    /// compact. A region that would cover kept records ([`Payload::Kept`](super::Payload::Kept)) is
+    /// narrowed to its largest stretch between them (the oldest of equal ones;
+    /// **O(w log k)** more for `w` walls in it): one summary cannot stand on both
+    /// sides of a wall.
     ///
     /// # Errors
     /// [`PlanError`] when no legal cut lies in the window, or the head is still open.
@@ -200,7 +203,24 @@ impl Log {
             Direction::Forward => t.select_legal_cut_forward(window.target_tokens, lookback),
         }
         .map_err(PlanError::NoLegalCut)?;
-        Ok(self.plan_between(start, end.max(start), window.arguments))
+        let end = end.max(start);
+        if self.kept_in(start..end).is_none() {
+            return Ok(self.plan_between(start, end, window.arguments));
+        }
+        // One summary cannot stand on both sides of a wall: the largest stretch
+        // between kept records (the oldest of equal ones), empty when there is none.
+        let mut best = start..start;
+        let mut best_tokens = 0;
+        for r in self.around_kept(start, end) {
+            let tokens = t
+                .tokens_before(r.end)
+                .zip(t.tokens_before(r.start))
+                .map_or(0, |(e, s)| e.saturating_sub(s));
+            if tokens > best_tokens {
+                (best, best_tokens) = (r, tokens);
+            }
+        }
+        Ok(self.plan_between(best.start, best.end, window.arguments))
     }
 
     /// The atoms of `start..end`, both legal cuts. **O(end - start)** expected.

@@ -173,6 +173,9 @@ impl Clear {
                         }
                     }
                 }
+                // A block that loaded a tool stays as it is (and so does its call's
+                // input: inputs are cleared only with their result).
+                RecordKind::ToolResult(_) if entry.kept() => left.add(Skip::Pinned, 1),
                 RecordKind::ToolResult(id) => match calls.get(id.as_str()) {
                     Some(false) => {
                         let old = entry.record.tokens();

@@ -83,7 +83,9 @@ impl Digest {
                 }
             }
             if calls > 0 {
-                if user {
+                if log.kept_in(a..b).is_some() {
+                    left.add(Skip::Pinned, 1);
+                } else if user {
                     left.add(Skip::HoldsUserInput, 1);
                 } else if goal.reached(total - saved) {
                     left.add(Skip::TargetMet, 1);

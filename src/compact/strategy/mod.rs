@@ -242,7 +242,8 @@ pub enum Edit {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Skip {
-    /// In the pinned head.
+    /// In the pinned head, or kept where it is ([`Payload::Kept`](super::Payload::Kept): a control
+    /// item, a block that loaded a tool, or a stretch holding one).
     Pinned,
     /// Protected by a floor (the most recent turns or tool groups).
     Floor,

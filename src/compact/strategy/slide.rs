@@ -67,14 +67,47 @@ impl Slide {
             let reason = Blocked::by_floors(by_floors.then_some(keep_from.min(span.recent)));
             return Err(NoProgress::new(Kind::Slide, reason, log, left));
         };
-        // The ledger of the whole stretch once; each candidate's ledger is a prefix
-        // of it (units come in atom order, atoms in log order).
-        let Ok(plan) = log.plan_region(span.head..furthest, ArgumentPolicy::Verbatim) else {
-            return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+        // The stretches of `head..c` between kept records, each with its plan, what
+        // it becomes and that outcome's tokens.
+        let stretches = |c: usize| -> Option<Vec<(crate::compact::Plan, Outcome, u64)>> {
+            let mut out = Vec::new();
+            for r in log.around_kept(span.head, c) {
+                let plan = log.plan_region(r, ArgumentPolicy::Verbatim).ok()?;
+                let units = log.units(&plan);
+                let (outcome, tokens) = if units.is_empty() {
+                    (Outcome::Removed, 0)
+                } else {
+                    let tokens = estimate_summary_tokens(None, &units);
+                    (Outcome::Summary { text: None, tokens }, tokens)
+                };
+                out.push((plan, outcome, tokens));
+            }
+            Some(out)
         };
-        let base = t.tokens_before(span.head).unwrap_or(0);
+        let size_after = |plans: &[(crate::compact::Plan, Outcome, u64)]| {
+            plans
+                .iter()
+                .fold(total, |a, (p, _, tokens)| a - p.region_tokens + tokens)
+        };
         let mut chosen = furthest;
-        if let Some(target) = goal.target_tokens {
+        if log.kept_in(span.head..furthest).is_some() {
+            // Kept records in the stretch: each candidate's stretches, planned.
+            // **O(c · r)** for `c` candidates, only on logs with walls.
+            if let Some(target) = goal.target_tokens {
+                if let Some(&c) = candidates
+                    .iter()
+                    .find(|&&c| stretches(c).is_some_and(|p| size_after(&p) <= target))
+                {
+                    chosen = c;
+                }
+            }
+        } else if let Some(target) = goal.target_tokens {
+            // The ledger of the whole stretch once; each candidate's ledger is a prefix
+            // of it (units come in atom order, atoms in log order).
+            let Ok(plan) = log.plan_region(span.head..furthest, ArgumentPolicy::Verbatim) else {
+                return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+            };
+            let base = t.tokens_before(span.head).unwrap_or(0);
             let units = log.units(&plan);
             // Units before each position: atoms sorted by position, one unit per pair,
             // a folded summary's units at its position.
@@ -108,50 +141,42 @@ impl Slide {
             Skip::TargetMet,
             candidates.iter().filter(|&&c| c > chosen).count(),
         );
-        let plan = if chosen == furthest {
-            plan
-        } else {
-            match log.plan_region(span.head..chosen, ArgumentPolicy::Verbatim) {
-                Ok(plan) => plan,
-                Err(_) => {
-                    return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+        let Some(plans) = stretches(chosen).filter(|p| !p.is_empty()) else {
+            left.add(
+                Skip::Pinned,
+                usize::from(log.kept_in(span.head..chosen).is_some()),
+            );
+            return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+        };
+        let after = size_after(&plans);
+        if plans.iter().any(|(p, o, tokens)| {
+            matches!(o, Outcome::Summary { .. }) && *tokens >= p.region_tokens
+        }) {
+            return Err(NoProgress::new(
+                Kind::Slide,
+                Blocked::NotSmaller {
+                    before: total,
+                    after,
+                },
+                log,
+                left,
+            ));
+        }
+        for (plan, outcome, _) in &plans {
+            let (start, end) = (plan.region.start, plan.region.end);
+            report.dropped_turns += log.turn_starts_in(start, end).count();
+            match outcome {
+                Outcome::Removed => report.edits.push(Edit::Removed { start, end }),
+                _ => {
+                    report.summaries += 1;
+                    report.summarized_calls += plan.covered().count();
+                    report.edits.push(Edit::Replaced { start, end });
                 }
             }
-        };
-        let units = log.units(&plan);
-        let outcome = if units.is_empty() {
-            report.edits.push(Edit::Removed {
-                start: span.head,
-                end: chosen,
-            });
-            Outcome::Removed
-        } else {
-            report.summaries = 1;
-            report.summarized_calls = units.len();
-            report.edits.push(Edit::Replaced {
-                start: span.head,
-                end: chosen,
-            });
-            Outcome::Summary {
-                text: None,
-                tokens: estimate_summary_tokens(None, &units),
-            }
-        };
-        if let Outcome::Summary { tokens, .. } = &outcome {
-            if *tokens >= plan.region_tokens {
-                return Err(NoProgress::new(
-                    Kind::Slide,
-                    Blocked::NotSmaller {
-                        before: total,
-                        after: total - plan.region_tokens + tokens,
-                    },
-                    log,
-                    left,
-                ));
-            }
         }
-        report.dropped_turns = log.turn_starts_in(span.head, chosen).count();
-        // A fresh plan between legal cuts that shrinks the log: cannot be refused.
-        report.applied(log.apply_many(vec![(&plan, outcome)]), log, goal, left)
+        // Fresh plans between legal cuts, in order, disjoint, holding no kept record,
+        // each shrinking the log: cannot be refused.
+        let batch = plans.iter().map(|(p, o, _)| (p, o.clone())).collect();
+        report.applied(log.apply_many(batch), log, goal, left)
     }
 }

@@ -90,7 +90,10 @@ impl AsyncSummarizer for LedgerOnly {
 /// summarizer's prose, then the ledger of every pair in the region (call id, tool,
 /// arguments, status, first line of the result), earlier summaries folded in unit by
 /// unit. What `cutpoint compact --target` does, with a hook. A summary whose prose
-/// would make the log bigger is not applied ([`Blocked::NotSmaller`]).
+/// would make the log bigger is not applied ([`Blocked::NotSmaller`]). Kept records
+/// ([`Payload::Kept`](crate::compact::Payload::Kept)) in the region stay where they are: each stretch between them
+/// becomes a summary of its own ([`Log::around_kept`]), the summarizer called once
+/// per stretch.
 ///
 /// **O(log n + r)** for a region of `r` records (a forward search of the prefix sums
 /// for the target, then the region's atoms; re-searched a few times at most when the
@@ -143,12 +146,17 @@ impl Summarize {
         let Some(prepared) = self.prepare(log, goal)? else {
             return Ok(StepReport::new(Kind::Summarize, log).finish(log, goal));
         };
-        let prose = summarizer.summarize(&SummaryRequest {
-            log,
-            plan: &prepared.plan,
-            units: &prepared.units,
-        });
-        Self::finish(log, goal, prepared, prose)
+        let proses = prepared
+            .iter()
+            .map(|p| {
+                summarizer.summarize(&SummaryRequest {
+                    log,
+                    plan: &p.plan,
+                    units: &p.units,
+                })
+            })
+            .collect();
+        Self::finish(log, goal, prepared, proses)
     }
 
     /// As [`run_with`](Summarize::run_with), awaiting an asynchronous summarizer.
@@ -165,18 +173,24 @@ impl Summarize {
         let Some(prepared) = self.prepare(log, goal)? else {
             return Ok(StepReport::new(Kind::Summarize, log).finish(log, goal));
         };
-        let prose = summarizer
-            .summarize(&SummaryRequest {
-                log,
-                plan: &prepared.plan,
-                units: &prepared.units,
-            })
-            .await;
-        Self::finish(log, goal, prepared, prose)
+        let mut proses = Vec::with_capacity(prepared.len());
+        for p in &prepared {
+            proses.push(
+                summarizer
+                    .summarize(&SummaryRequest {
+                        log,
+                        plan: &p.plan,
+                        units: &p.units,
+                    })
+                    .await,
+            );
+        }
+        Self::finish(log, goal, prepared, proses)
     }
 
-    /// Chooses the region; `None` when the target is met already.
-    fn prepare(&self, log: &Log, goal: &Goal) -> Result<Option<Prepared>, NoProgress> {
+    /// Chooses the region, as its stretches between kept records (one when it holds
+    /// none); `None` when the target is met already.
+    fn prepare(&self, log: &Log, goal: &Goal) -> Result<Option<Vec<Prepared>>, NoProgress> {
         let total = log.tracker().total_tokens();
         if goal.reached(total) {
             return Ok(None);
@@ -189,15 +203,30 @@ impl Summarize {
             .map_or(span.end, |c| c.min(span.end));
         // A candidate region: its plan and its ledger's estimate, without the units
         // (an earlier summary folded in is read, not cloned, once per candidate).
-        let plan_to = |end: usize| -> Option<(Plan, u64)> {
-            let plan = log.plan_region(span.head..end, self.arguments).ok()?;
-            let ledger_tokens = log.units_estimate(&plan);
-            Some((plan, ledger_tokens))
+        // Each stretch between kept records is a region of its own ([`Log::around_kept`]).
+        let plan_to = |end: usize| -> Option<Vec<(Plan, u64)>> {
+            let walled = log.kept_in(span.head..end).is_some();
+            let mut plans = Vec::new();
+            for r in log.around_kept(span.head, end) {
+                let plan = log.plan_region(r, self.arguments).ok()?;
+                let ledger_tokens = log.units_estimate(&plan);
+                // Beside a wall, a stretch its ledger would outweigh stays as it is.
+                if walled && ledger_tokens >= plan.region_tokens {
+                    continue;
+                }
+                plans.push((plan, ledger_tokens));
+            }
+            (!plans.is_empty()).then_some(plans)
         };
-        let prepared = |(plan, ledger_tokens): (Plan, u64)| Prepared {
-            units: log.units(&plan),
-            plan,
-            ledger_tokens,
+        let prepared = |plans: Vec<(Plan, u64)>| {
+            plans
+                .into_iter()
+                .map(|(plan, ledger_tokens)| Prepared {
+                    units: log.units(&plan),
+                    plan,
+                    ledger_tokens,
+                })
+                .collect()
         };
         let Some(target) = goal.target_tokens else {
             return Ok(plan_to(span.end).map(prepared));
@@ -211,14 +240,19 @@ impl Summarize {
             let cut = t
                 .select_legal_cut_forward(base.saturating_add(want), u64::MAX)
                 .map_or(span.end, |c| c.clamp(first, span.end));
-            let Some((plan, ledger_tokens)) = plan_to(cut) else {
+            let Some(plans) = plan_to(cut) else {
                 break;
             };
-            let saved = plan.region_tokens.saturating_sub(ledger_tokens);
+            let (region_tokens, ledger_tokens) = plans
+                .iter()
+                .fold((0u64, 0u64), |(r, l), (p, t)| (r + p.region_tokens, l + t));
+            let saved = region_tokens.saturating_sub(ledger_tokens);
             if saved >= need || cut == span.end {
-                return Ok(Some(prepared((plan, ledger_tokens))));
+                return Ok(Some(prepared(plans)));
             }
-            want = need + ledger_tokens;
+            // What the kept records in the region hold is not saved either.
+            let kept = t.tokens_before(cut).unwrap_or(0) - base - region_tokens;
+            want = need + ledger_tokens + kept;
         }
         Ok(plan_to(span.end).map(prepared))
     }
@@ -227,16 +261,33 @@ impl Summarize {
     fn finish(
         log: &mut Log,
         goal: &Goal,
-        prepared: Prepared,
-        prose: Prose,
+        prepared: Vec<Prepared>,
+        proses: Vec<Prose>,
     ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Summarize, log);
         let total = log.tracker().total_tokens();
-        let prose_tokens = prose
-            .tokens
-            .unwrap_or_else(|| prose.text.as_deref().map_or(0, estimate_tokens));
-        let tokens = prepared.ledger_tokens.saturating_add(prose_tokens);
-        let after = (total - prepared.plan.region_tokens).saturating_add(tokens);
+        let mut after = total;
+        let mut batch = Vec::with_capacity(prepared.len());
+        for (p, prose) in prepared.iter().zip(proses) {
+            let prose_tokens = prose
+                .tokens
+                .unwrap_or_else(|| prose.text.as_deref().map_or(0, estimate_tokens));
+            let tokens = p.ledger_tokens.saturating_add(prose_tokens);
+            after = (after - p.plan.region_tokens).saturating_add(tokens);
+            let region = p.plan.region.clone();
+            report.dropped_turns += log.turn_starts_in(region.start, region.end).count();
+            report.summaries += 1;
+            report.summarized_calls += p.units.len();
+            report.edits.push(Edit::Replaced {
+                start: region.start,
+                end: region.end,
+            });
+            let outcome = Outcome::Summary {
+                text: prose.text,
+                tokens,
+            };
+            batch.push((&p.plan, outcome));
+        }
         if after >= total {
             return Err(NoProgress::new(
                 Kind::Summarize,
@@ -248,25 +299,9 @@ impl Summarize {
                 LeftAlone::default(),
             ));
         }
-        let region = prepared.plan.region.clone();
-        report.dropped_turns = log.turn_starts_in(region.start, region.end).count();
-        report.summaries = 1;
-        report.summarized_calls = prepared.units.len();
-        report.edits.push(Edit::Replaced {
-            start: region.start,
-            end: region.end,
-        });
-        let outcome = Outcome::Summary {
-            text: prose.text,
-            tokens,
-        };
-        // A fresh plan between legal cuts (the summarizer had no way to change the log)
-        // that shrinks the log: cannot be refused.
-        report.applied(
-            log.apply_many(vec![(&prepared.plan, outcome)]),
-            log,
-            goal,
-            LeftAlone::default(),
-        )
+        // Fresh plans between legal cuts, in order, disjoint, holding no kept record
+        // (the summarizer had no way to change the log), that shrink the log: cannot
+        // be refused.
+        report.applied(log.apply_many(batch), log, goal, LeftAlone::default())
     }
 }

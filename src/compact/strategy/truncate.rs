@@ -2,8 +2,8 @@
 //! call id it held is named in the report.
 
 use super::{Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use crate::RecordKind;
 use crate::compact::{ArgumentPolicy, Log, Outcome};
-use crate::{CallId, RecordKind};
 
 /// Drops the oldest region, from the first legal cut at or after the pinned head to
 /// the nearest legal cut that brings the log down to the goal's target (all the way
@@ -14,7 +14,10 @@ use crate::{CallId, RecordKind};
 /// and the calls its summaries cover) is named in
 /// [`StepReport::dropped_calls`]; pairs go whole, so pairing stays intact for what is
 /// left. With no pinned head the region ends where a user message starts (or at the
-/// end), so the retained log starts with one.
+/// end), so the retained log starts with one. Kept records ([`Payload::Kept`](crate::compact::Payload::Kept))
+/// inside the region stay where they are, with the pair or message bound to them:
+/// the stretches between them go ([`Log::around_kept`]), and the end moves on past
+/// what they keep.
 ///
 /// **O(log n + r + k)** for a region of `r` records (a forward search of the prefix
 /// sums, then the region read once for its ids) and `k` user turns looked at from the
@@ -48,59 +51,99 @@ impl Truncate {
                     .is_some_and(|e| matches!(e.record.kind(), RecordKind::User))
         };
         let base = t.tokens_before(span.head).unwrap_or(0);
-        let mut end = match goal.target_tokens {
-            Some(target) => t
-                .select_legal_cut_forward(base + (total - target), u64::MAX)
-                .map_or(span.end, |c| c.clamp(span.head, span.end)),
-            None => span.end,
+        let tokens_of = |r: &std::ops::Range<usize>| {
+            t.tokens_before(r.end)
+                .zip(t.tokens_before(r.start))
+                .map_or(0, |(e, s)| e.saturating_sub(s))
         };
-        while end < span.end && !starts_user(end) {
-            end = t
-                .legal_cut_at_or_after(end + 1)
-                .map_or(span.end, |c| c.min(span.end));
-        }
-        if !starts_user(end) {
-            // Walk back to a user message start.
-            let mut c = end;
-            while c > span.head && !(starts_user(c) && t.is_legal_cut(c)) {
-                c -= 1;
+        // The region's end for `want` tokens dropped past the head.
+        let end_for = |want: u64| {
+            let mut end = match goal.target_tokens {
+                Some(_) => t
+                    .select_legal_cut_forward(base.saturating_add(want), u64::MAX)
+                    .map_or(span.end, |c| c.clamp(span.head, span.end)),
+                None => span.end,
+            };
+            while end < span.end && !starts_user(end) {
+                end = t
+                    .legal_cut_at_or_after(end + 1)
+                    .map_or(span.end, |c| c.min(span.end));
             }
-            end = c;
-        }
-        // The latest request stays: never past the last user message after the head
-        // (a log truncated to nothing, or to its pinned head, answers nobody).
-        let last_request = (1..)
-            .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
-            .find(|&c| t.is_legal_cut(c));
-        if let Some(last_user) = last_request {
-            end = end.min(last_user);
-        } else if end == len {
-            end = span.head;
+            if !starts_user(end) {
+                // Walk back to a user message start.
+                let mut c = end;
+                while c > span.head && !(starts_user(c) && t.is_legal_cut(c)) {
+                    c -= 1;
+                }
+                end = c;
+            }
+            // The latest request stays: never past the last user message after the
+            // head (a log truncated to nothing, or to its pinned head, answers nobody).
+            let last_request = (1..)
+                .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
+                .find(|&c| t.is_legal_cut(c));
+            if let Some(last_user) = last_request {
+                end = end.min(last_user);
+            } else if end == len {
+                end = span.head;
+            }
+            end
+        };
+        let need = goal.target_tokens.map_or(0, |target| total - target);
+        let mut end = end_for(need);
+        // Kept records inside stay: search again past them (a few rounds; each moves
+        // the end forward).
+        for _ in 0..8 {
+            let region = span.head..end.max(span.head);
+            let kept = tokens_of(&region)
+                - log
+                    .around_kept(region.start, region.end)
+                    .iter()
+                    .map(tokens_of)
+                    .sum::<u64>();
+            if kept == 0 || goal.target_tokens.is_none() {
+                break;
+            }
+            let next = end_for(need.saturating_add(kept));
+            if next <= end {
+                break;
+            }
+            end = next;
         }
         let mut left = LeftAlone::default();
         if end <= span.head {
             return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
         }
         left.add(Skip::TargetMet, usize::from(end < span.end));
-        let Ok(plan) = log.plan_region(span.head..end, ArgumentPolicy::Verbatim) else {
+        // The region without its kept records (each stays where it is, with what is
+        // bound to it), as stretches between legal cuts.
+        let mut plans = Vec::new();
+        for r in log.around_kept(span.head, end) {
+            let Ok(plan) = log.plan_region(r, ArgumentPolicy::Verbatim) else {
+                return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
+            };
+            plans.push(plan);
+        }
+        if plans.is_empty() {
+            left.add(Skip::Pinned, 1);
             return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
-        };
-        // The calls of the region (pairs are whole inside it) and those its summaries
-        // cover. Results without their call in the region (orphans, repeats) go too,
-        // but name no call.
-        let ids: Vec<CallId> = plan.covered().cloned().collect();
-        report.dropped_turns = log.turn_starts_in(span.head, end).count();
-        report.dropped_calls = ids;
-        report.edits.push(Edit::Removed {
-            start: span.head,
-            end,
-        });
-        // A fresh plan between legal cuts: cannot be refused.
-        report.applied(
-            log.apply_many(vec![(&plan, Outcome::Removed)]),
-            log,
-            goal,
-            left,
-        )
+        }
+        for plan in &plans {
+            // The calls of the stretch (pairs are whole inside it) and those its
+            // summaries cover. Results without their call in it (orphans, repeats) go
+            // too, but name no call.
+            report.dropped_calls.extend(plan.covered().cloned());
+            report.dropped_turns += log
+                .turn_starts_in(plan.region.start, plan.region.end)
+                .count();
+            report.edits.push(Edit::Removed {
+                start: plan.region.start,
+                end: plan.region.end,
+            });
+        }
+        // Fresh plans between legal cuts, in order, disjoint, holding no kept record:
+        // cannot be refused.
+        let batch = plans.iter().map(|p| (p, Outcome::Removed)).collect();
+        report.applied(log.apply_many(batch), log, goal, left)
     }
 }
