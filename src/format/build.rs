@@ -21,6 +21,8 @@ use crate::{CallId, Record};
 ///
 /// A message holding a provider's [`Block::Compaction`] starts a new history, and a
 /// message that starts a new history (after a compaction boundary) is never bound.
+/// (The records also bind an Anthropic mid-conversation `system` message to the
+/// messages on both sides of it: see [`entries`].)
 pub(crate) fn finish(t: &mut Transcript) {
     if t.format == Format::Gemini {
         gemini::assign_ids(&mut t.messages);
@@ -51,7 +53,8 @@ pub(crate) fn records(t: &Transcript, from: usize) -> (Vec<Record>, Vec<usize>) 
 /// The entries of messages `from..`: records as [`records`] builds them, with the
 /// payloads a summary and the strategies need (a call's tool name and arguments, a
 /// result's first line as its content, thinking as [`Payload::Reasoning`], an earlier
-/// summary's prose and units, carried as data). The one Transcript -> Log builder:
+/// summary's prose and units, carried as data; control items and the blocks that
+/// loaded a tool as [`Payload::Kept`], walls no strategy touches). The one Transcript -> Log builder:
 /// `--target` rewrites and the strategies both read a transcript through it.
 /// **O(len)** of the payloads.
 pub(crate) fn entries(t: &Transcript, from: usize) -> Built {
@@ -96,7 +99,23 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
     let mut uses: HashMap<CallId, usize> = HashMap::new();
     // Every id the tracker has seen, for summaries (whose ids must be new).
     let mut seen: HashSet<CallId> = HashSet::new();
+    // The blocks that loaded a tool: kept where they are ([`Payload::Kept`]).
+    let loaders: HashSet<(usize, usize)> = t
+        .tools
+        .iter()
+        .filter(|c| c.loaded && c.message >= from)
+        .map(|c| (c.message, c.block))
+        .collect();
+    // An Anthropic mid-conversation `system` message (not the first of the live
+    // history) is placed right after a user or tool-result turn and right before an
+    // assistant turn: it is bound to both, so no cut falls beside it.
+    let glued = |i: usize| {
+        t.format == Format::AnthropicMessages
+            && i > from
+            && t.messages.get(i).is_some_and(|m| m.role == Role::System)
+    };
     for (index, m) in t.messages.iter().enumerate().skip(from) {
+        let glued_here = glued(index) || (index > 0 && glued(index - 1));
         for (k, (block, tokens)) in m.blocks.iter().enumerate() {
             // A Codex `compacted` history replacement is sent back as it is: its
             // calls and results carry no payload a strategy could edit.
@@ -179,7 +198,15 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
                 }
                 _ => (plain(), None),
             };
-            let bound = !entries.is_empty() && (k > 0 || m.bound);
+            // A control item, or a block that loaded a tool: a wall the strategies keep
+            // where it is, its record's kind (and pairing) unchanged.
+            let kept = (matches!(block, Block::Control(_)) || loaders.contains(&(index, k)));
+            let payload = if payloads && kept {
+                Some(Payload::Kept)
+            } else {
+                payload
+            };
+            let bound = !entries.is_empty() && (k > 0 || m.bound || glued_here);
             let record = if bound {
                 record.bound_to_previous()
             } else {

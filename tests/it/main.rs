@@ -14,6 +14,7 @@ mod format_robustness;
 mod index_diff;
 mod jsonl;
 mod jsonl_entries;
+mod kept_items;
 mod layout;
 mod liveness;
 mod loaded;
