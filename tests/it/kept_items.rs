@@ -18,7 +18,8 @@ use cutpoint::compact::{
 };
 use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{
-    self, Block, ByteEstimate, Format, Rule, TokenCounter, Transcript, check_against, check_rules,
+    self, Block, ByteEstimate, Format, Role, Rule, TokenCounter, Transcript, check_against,
+    check_rules,
 };
 use cutpoint::testing::synth::Rng;
 use cutpoint::{Record, RecordKind};
@@ -226,7 +227,8 @@ fn logs() -> Vec<(&'static str, Format, String, String)> {
 }
 
 /// The rules of a list, but preserved thinking's prefix binding (every client-side
-/// strategy edits the prefix; issue 21, item 1, is not built yet).
+/// strategy but keep-thinking-valid edits the prefix and says so: issue 21, item 1,
+/// tested in `reasoning_strategies`).
 fn names(v: &[format::RuleViolation]) -> BTreeSet<&'static str> {
     v.iter()
         .filter(|v| v.rule != Rule::ThinkingPrefixChanged)
@@ -262,6 +264,16 @@ fn assert_kept(case: &str, before: &Transcript, after: &Transcript) {
         controls(before),
         "{case}: control messages"
     );
+    // A retained log that started with a user message still does (Anthropic rule 6):
+    // a kept record at the front of what went keeps the user turn before it.
+    let first = |t: &Transcript| t.messages.get(t.live_from()).map(|m| m.role);
+    if first(before) == Some(Role::User) {
+        assert_eq!(
+            first(after),
+            Some(Role::User),
+            "{case}: the log starts with"
+        );
+    }
 }
 
 fn tokens(text: &str, format: Format) -> u64 {
@@ -359,19 +371,15 @@ fn every_strategy_and_preset_keeps_control_items_and_loaded_tools() {
                     .unwrap()
                     .1;
                 let (_, twin_ok) = run(&twin, format, &twin_pipeline);
-                if !ok && twin_ok {
-                    eprintln!(
-                        "MISS {case}: twin meets {twin_budget}, {} > {budget}",
-                        tokens(&out, format)
-                    );
-                }
-                if p != "summarize" {
-                    assert!(
-                        ok || !twin_ok,
-                        "{case}: the twin meets {twin_budget}, this misses {budget} ({} tokens)",
-                        tokens(&out, format)
-                    );
-                }
+                // `summarize` chooses its region by its estimate of the summaries it
+                // writes, which their written envelope exceeds by a little in each
+                // stretch: within 5% of the budget where the twin meets its own.
+                let slack = if p == "summarize" { budget / 20 } else { 0 };
+                let size = tokens(&out, format);
+                assert!(
+                    ok || !twin_ok || size <= budget + slack,
+                    "{case}: the twin meets {twin_budget}, this misses {budget} ({size} tokens)"
+                );
                 // A second compaction, on the output, keeps them too.
                 let (again, _) = run(&out, format, &pipeline);
                 assert_kept(&format!("{case}, again"), &before, &read(&again, format));
@@ -456,9 +464,16 @@ proptest! {
         let goal = Goal::within(Floors::none().keep_head(keep_head)).target(total * percent / 100);
         for strategy in every_strategy() {
             let mut log = base.clone();
-            let _ = strategy.run(&mut log, &goal);
+            let ran = strategy.run(&mut log, &goal).is_ok();
             log.assert_invariants();
             prop_assert_eq!(&walls(&log), &oracle, "{}", strategy.kind());
+            // With no pinned head, what `truncate` and `slide` leave starts with a user
+            // message (a summary is written as one) when the log did, walls at the
+            // front or not.
+            let user_first = |l: &Log| l.entries().front().is_none_or(|e| matches!(e.record.kind(), RecordKind::User | RecordKind::Summary(_)));
+            if ran && keep_head == 0 && matches!(strategy, Strategy::Truncate(_) | Strategy::Slide(_)) && user_first(&base) {
+                prop_assert!(user_first(&log), "{}: starts with {:?}", strategy.kind(), log.entries().front().map(|e| e.record.kind()));
+            }
             // Kept records are where the log says they are.
             let at: Vec<usize> = log.entries().iter().enumerate().filter(|(_, e)| e.kept()).map(|(i, _)| i).collect();
             prop_assert_eq!(log.kept_positions(), &at[..]);
@@ -469,15 +484,24 @@ proptest! {
             log.assert_invariants();
             prop_assert_eq!(&walls(&log), &oracle, "{}", preset);
         }
-        // `around_kept` against the naive split: maximal ranges between legal cuts
-        // holding no kept record, covering every record of the range that is in none
-        // of the stretches a wall's pair keeps.
+        // `around_kept` against the naive split: the maximal runs of consecutive
+        // spans between legal cuts that hold no kept record.
         let t = base.tracker();
         let (a, b) = (t.legal_cut_at_or_after(0).unwrap_or(0), t.legal_cut_at_or_before(base.len()));
-        for r in base.around_kept(a, b.max(a)) {
-            prop_assert!(r.start < r.end && t.is_legal_cut(r.start) && t.is_legal_cut(r.end));
-            prop_assert!(base.entries().range(r.clone()).all(|e| !e.kept()));
+        let cuts: Vec<usize> = (a..=b.max(a)).filter(|&c| t.is_legal_cut(c)).collect();
+        let mut naive = Vec::new();
+        let mut run: Option<usize> = None;
+        for w in cuts.windows(2) {
+            if base.entries().range(w[0]..w[1]).all(|e| !e.kept()) {
+                run.get_or_insert(w[0]);
+            } else if let Some(s) = run.take() {
+                naive.push(s..w[0]);
+            }
         }
+        if let (Some(s), Some(&last)) = (run, cuts.last()) {
+            naive.push(s..last);
+        }
+        prop_assert_eq!(base.around_kept(a, b.max(a)), naive);
     }
 }
 

@@ -561,6 +561,43 @@ impl Regions {
         };
         Err(NoProgress::new(kind, reason, log, LeftAlone::default()))
     }
+
+    /// `stretches` (from [`Log::around_kept`] over `head..end`, to be removed) made to
+    /// leave a log that starts with a user message, as a removal of the whole region
+    /// does: with no pinned head (`head == 0`), a first stretch from the head that
+    /// ends at a kept record not starting a user message ends instead at the last
+    /// user message start inside it that is a legal cut, or is left out (the log
+    /// then starts as it did). **O(r)** for the `r` records of that stretch.
+    pub(crate) fn user_first(
+        &self,
+        log: &Log,
+        mut stretches: Vec<std::ops::Range<usize>>,
+    ) -> Vec<std::ops::Range<usize>> {
+        let t = log.tracker();
+        let starts_user = |c: usize| {
+            c == log.len()
+                || log
+                    .entries()
+                    .get(c)
+                    .is_some_and(|e| matches!(e.record.kind(), crate::RecordKind::User))
+        };
+        let Some(first) = stretches.first_mut() else {
+            return stretches;
+        };
+        if self.head > 0 || first.start != self.head || starts_user(first.end) {
+            return stretches;
+        }
+        match (first.start + 1..first.end)
+            .rev()
+            .find(|&c| starts_user(c) && t.is_legal_cut(c))
+        {
+            Some(c) => first.end = c,
+            None => {
+                stretches.remove(0);
+            }
+        }
+        stretches
+    }
 }
 
 /// One strategy with its settings.

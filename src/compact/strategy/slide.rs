@@ -12,15 +12,26 @@ use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
 /// ledger (a summary record with no prose listing every pair, earlier summaries
 /// folded in); when it holds none, it is removed.
 ///
+/// Kept records ([`Payload::Kept`](crate::compact::Payload::Kept)) in the region stay
+/// where they are, with the pair or turn bound to them: each stretch between them
+/// becomes a ledger of its own or is removed ([`Log::around_kept`]); a stretch whose
+/// ledger would outweigh it stays as it is; with no pinned head, the user turn
+/// before a kept record at the front stays too, so the log goes on with a user
+/// message.
+///
 /// **O(log n + t + r)** for `t` turn starts and `r` records up to the turn chosen (the
 /// turn starts come from the log's shape, each region's size from the prefix sums),
-/// plus the region replacement.
+/// plus the region replacement; **O(r log t)** when kept records lie in the region.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub struct Slide {
     /// The most recent user turns always kept. Default 1.
     pub keep_turns: usize,
 }
+
+/// A stretch of a slide: its plan, what it becomes, that outcome's tokens and the
+/// units of its ledger.
+type Stretch = (crate::compact::Plan, Outcome, u64, usize);
 
 impl Default for Slide {
     fn default() -> Self {
@@ -67,11 +78,11 @@ impl Slide {
             let reason = Blocked::by_floors(by_floors.then_some(keep_from.min(span.recent)));
             return Err(NoProgress::new(Kind::Slide, reason, log, left));
         };
-        // The stretches of `head..c` between kept records, each with its plan, what
-        // it becomes and that outcome's tokens.
-        let stretches = |c: usize| -> Option<Vec<(crate::compact::Plan, Outcome, u64)>> {
+        // The stretches of `head..c` between kept records (one when it holds none),
+        // each with its plan, what it becomes, that outcome's tokens and its units.
+        let stretches = |c: usize| -> Option<Vec<Stretch>> {
             let mut out = Vec::new();
-            for r in log.around_kept(span.head, c) {
+            for r in span.user_first(log, log.around_kept(span.head, c)) {
                 let plan = log.plan_region(r, ArgumentPolicy::Verbatim).ok()?;
                 let units = log.units(&plan);
                 let (outcome, tokens) = if units.is_empty() {
@@ -80,25 +91,36 @@ impl Slide {
                     let tokens = estimate_summary_tokens(None, &units);
                     (Outcome::Summary { text: None, tokens }, tokens)
                 };
-                out.push((plan, outcome, tokens));
+                out.push((plan, outcome, tokens, units.len()));
             }
             Some(out)
         };
-        let size_after = |plans: &[(crate::compact::Plan, Outcome, u64)]| {
+        let size_after = |plans: &[Stretch]| {
             plans
                 .iter()
-                .fold(total, |a, (p, _, tokens)| a - p.region_tokens + tokens)
+                .fold(total, |a, (p, _, tokens, _)| a - p.region_tokens + tokens)
         };
         let mut chosen = furthest;
         if log.kept_in(span.head..furthest).is_some() {
-            // Kept records in the stretch: each candidate's stretches, planned.
-            // **O(c · r)** for `c` candidates, only on logs with walls.
+            // Kept records in the stretch: candidates' stretches planned, bisecting
+            // for an early candidate that meets the target (the size after falls
+            // with the candidate but for a ledger's growth, so this is the earliest
+            // one or close to it). **O(r log c)** for `c` candidates, only on logs
+            // with walls.
             if let Some(target) = goal.target_tokens {
-                if let Some(&c) = candidates
-                    .iter()
-                    .find(|&&c| stretches(c).is_some_and(|p| size_after(&p) <= target))
-                {
-                    chosen = c;
+                let meets =
+                    |i: usize| stretches(candidates[i]).is_some_and(|p| size_after(&p) <= target);
+                let (mut lo, mut hi) = (0, candidates.len() - 1);
+                if meets(hi) {
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if meets(mid) {
+                            hi = mid;
+                        } else {
+                            lo = mid + 1;
+                        }
+                    }
+                    chosen = candidates[hi];
                 }
             }
         } else if let Some(target) = goal.target_tokens {
@@ -149,9 +171,13 @@ impl Slide {
             return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
         };
         let after = size_after(&plans);
-        if plans.iter().any(|(p, o, tokens)| {
-            matches!(o, Outcome::Summary { .. }) && *tokens >= p.region_tokens
-        }) {
+        // A ledger no smaller than its stretch: beside a wall that stretch stays as it
+        // is; with nothing else to drop, the step is refused.
+        let mut plans = plans;
+        plans.retain(|(p, o, tokens, _)| {
+            !(matches!(o, Outcome::Summary { .. }) && *tokens >= p.region_tokens)
+        });
+        if plans.is_empty() {
             return Err(NoProgress::new(
                 Kind::Slide,
                 Blocked::NotSmaller {
@@ -162,21 +188,21 @@ impl Slide {
                 left,
             ));
         }
-        for (plan, outcome, _) in &plans {
+        for (plan, outcome, _, units) in &plans {
             let (start, end) = (plan.region.start, plan.region.end);
             report.dropped_turns += log.turn_starts_in(start, end).count();
             match outcome {
                 Outcome::Removed => report.edits.push(Edit::Removed { start, end }),
                 _ => {
                     report.summaries += 1;
-                    report.summarized_calls += plan.covered().count();
+                    report.summarized_calls += units;
                     report.edits.push(Edit::Replaced { start, end });
                 }
             }
         }
         // Fresh plans between legal cuts, in order, disjoint, holding no kept record,
         // each shrinking the log: cannot be refused.
-        let batch = plans.iter().map(|(p, o, _)| (p, o.clone())).collect();
+        let batch = plans.iter().map(|(p, o, _, _)| (p, o.clone())).collect();
         report.applied(log.apply_many(batch), log, goal, left)
     }
 }

@@ -17,7 +17,8 @@ use crate::compact::{ArgumentPolicy, Log, Outcome};
 /// end), so the retained log starts with one. Kept records ([`Payload::Kept`](crate::compact::Payload::Kept))
 /// inside the region stay where they are, with the pair or message bound to them:
 /// the stretches between them go ([`Log::around_kept`]), and the end moves on past
-/// what they keep.
+/// what they keep; with no pinned head, the user turn before a kept record at the
+/// front stays too, so the log still starts with a user message.
 ///
 /// **O(log n + r + k)** for a region of `r` records (a forward search of the prefix
 /// sums, then the region read once for its ids) and `k` user turns looked at from the
@@ -118,7 +119,7 @@ impl Truncate {
         // The region without its kept records (each stays where it is, with what is
         // bound to it), as stretches between legal cuts.
         let mut plans = Vec::new();
-        for r in log.around_kept(span.head, end) {
+        for r in span.user_first(log, log.around_kept(span.head, end)) {
             let Ok(plan) = log.plan_region(r, ArgumentPolicy::Verbatim) else {
                 return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
             };
