@@ -99,7 +99,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 if blocks.is_empty() {
                     blocks.push((
                         Block::Text,
-                        counter.count(payload.get()),
+                        counter.count_json(payload.get()),
                         fingerprint(payload.get()),
                     ));
                 }
