@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use super::Format;
 use super::json_doc::lines;
+use super::{Block, Format, Message, Role, Transcript};
 
 /// The size of the context at the last model call, as the provider reported it: for
 /// Claude Code, the last assistant record's `message.usage` (input, cache creation,
@@ -93,4 +93,314 @@ fn codex(line: &str) -> Option<u64> {
         return None;
     }
     payload.info?.last_token_usage?.total_tokens
+}
+
+/// One model call whose input a transcript file reports: the request was the live
+/// history before message [`message`](UsagePoint::message) (from the last message
+/// before it that starts a history), and the provider counted `reported` input tokens
+/// for it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct UsagePoint {
+    /// The index of the first message the call produced.
+    pub message: usize,
+    /// The input tokens the provider reported: Claude Code `message.usage`
+    /// `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`; Codex
+    /// `last_token_usage.input_tokens` (cached included); Gemini CLI `tokens.input`.
+    pub reported: u64,
+    /// The transcript's estimate of the same request: the tokens of its messages.
+    pub estimated: u64,
+}
+
+impl UsagePoint {
+    /// The estimate's error relative to the reported count, `(estimated - reported) /
+    /// reported`: negative when the estimate is under. **O(1)**.
+    pub fn relative_error(&self) -> f64 {
+        (self.estimated as f64 - self.reported as f64) / self.reported.max(1) as f64
+    }
+}
+
+/// Every model call of `t` (read from `text`) whose input the file reports, in log
+/// order: Claude Code assistant messages (the `usage` of a message's first record),
+/// Codex `token_count` events (one per model response: the run of model items just
+/// before the event), Gemini CLI `gemini` messages (`tokens.input`). Empty for other
+/// formats, and calls reported as 0 input tokens (API errors, synthetic messages) are
+/// left out. **O(len + messages)**: one parse of each assistant record or event.
+pub fn usage_points(text: &str, t: &Transcript) -> Vec<UsagePoint> {
+    let mut points: Vec<(usize, u64)> = Vec::new();
+    match t.format {
+        Format::ClaudeCode | Format::GeminiCli => {
+            for (i, m) in t.messages.iter().enumerate() {
+                if m.role != Role::Assistant {
+                    continue;
+                }
+                let Some(span) = m.spans.first() else {
+                    continue;
+                };
+                let Some(raw) = text.get(span.clone()) else {
+                    continue;
+                };
+                let reported = match t.format {
+                    Format::ClaudeCode => claude_code_input(raw),
+                    _ => gemini_cli_input(raw),
+                };
+                if let Some(r) = reported {
+                    points.push((i, r));
+                }
+            }
+        }
+        Format::CodexRollout => {
+            // Messages are in file order; `next` is the first message after the event.
+            let mut next = 0;
+            for (_, span) in lines(text) {
+                let line = &text[span.clone()];
+                while t
+                    .messages
+                    .get(next)
+                    .and_then(|m| m.spans.first())
+                    .is_some_and(|s| s.start < span.start)
+                {
+                    next += 1;
+                }
+                let Some(reported) = codex_input(line) else {
+                    continue;
+                };
+                // The response is the run of model items right before the event; an
+                // event after inputs repeats the last one.
+                let mut first = next;
+                while first > 0 && is_model_output(&t.messages[first - 1]) {
+                    first -= 1;
+                }
+                if first < next && points.last().is_none_or(|&(m, _)| m != first) {
+                    points.push((first, reported));
+                }
+            }
+        }
+        _ => {}
+    }
+    points
+        .into_iter()
+        .filter(|&(_, r)| r > 0)
+        .map(|(message, reported)| {
+            let from = t.messages[..message]
+                .iter()
+                .rposition(|m| m.starts_history)
+                .unwrap_or(0);
+            let estimated = t.messages[from..message]
+                .iter()
+                .fold(0u64, |a, m| a.saturating_add(m.tokens()));
+            UsagePoint {
+                message,
+                reported,
+                estimated,
+            }
+        })
+        .collect()
+}
+
+/// Whether a Responses item is something the model produced (reasoning, an assistant
+/// message, a call), not an input. **O(1)**.
+fn is_model_output(m: &Message) -> bool {
+    m.follows_reasoning() || matches!(m.blocks.first(), Some((Block::Reasoning, _)))
+}
+
+#[derive(Deserialize)]
+struct AnthropicUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+}
+
+fn claude_code_input(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Line {
+        message: Option<Msg>,
+    }
+    #[derive(Deserialize)]
+    struct Msg {
+        usage: Option<AnthropicUsage>,
+    }
+    if !line.contains("\"usage\"") {
+        return None;
+    }
+    let u = serde_json::from_str::<Line>(line).ok()?.message?.usage?;
+    Some(
+        u.input_tokens
+            .saturating_add(u.cache_creation_input_tokens)
+            .saturating_add(u.cache_read_input_tokens),
+    )
+}
+
+fn gemini_cli_input(element: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Element {
+        tokens: Option<Tokens>,
+    }
+    #[derive(Deserialize)]
+    struct Tokens {
+        input: Option<u64>,
+    }
+    if !element.contains("\"tokens\"") {
+        return None;
+    }
+    serde_json::from_str::<Element>(element).ok()?.tokens?.input
+}
+
+fn codex_input(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        payload: Option<Payload>,
+    }
+    #[derive(Deserialize)]
+    struct Payload {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        info: Option<Info>,
+    }
+    #[derive(Deserialize)]
+    struct Info {
+        last_token_usage: Option<Last>,
+    }
+    #[derive(Deserialize)]
+    struct Last {
+        input_tokens: Option<u64>,
+    }
+    if !line.contains("\"token_count\"") {
+        return None;
+    }
+    let parsed: Line = serde_json::from_str(line).ok()?;
+    if parsed.kind.as_deref() != Some("event_msg") {
+        return None;
+    }
+    let payload = parsed.payload?;
+    if payload.kind.as_deref() != Some("token_count") {
+        return None;
+    }
+    payload.info?.last_token_usage?.input_tokens
+}
+
+/// A per-session correction of the token estimate, fitted to what the provider
+/// reported: `reported ≈ overhead + scale × estimated` at every [`UsagePoint`] of a
+/// transcript, by least squares. `overhead` stands for what each request holds
+/// besides the transcript's messages (system prompt, tool definitions), `scale` for
+/// the tokenizer's ratio to the estimate (and what the file redacts). It describes
+/// the session; cutpoint's budgets and compactions do not use it.
+#[derive(Clone, Copy, PartialEq, Debug)]
+#[non_exhaustive]
+pub struct Calibration {
+    /// The usage points it was fitted to (at least one).
+    pub points: usize,
+    /// Reported tokens per estimated token.
+    pub scale: f64,
+    /// Reported tokens at an estimate of 0 (may be negative when the fit says so).
+    pub overhead: f64,
+}
+
+impl Calibration {
+    /// The least-squares fit to `points`. With fewer than two distinct estimates (or
+    /// a fit whose scale is not positive) the scale is 1 and the overhead the mean
+    /// difference `reported - estimated`. `None` when `points` is empty: the file
+    /// reports no usage. **O(points)**.
+    pub fn fit(points: &[UsagePoint]) -> Option<Calibration> {
+        if points.is_empty() {
+            return None;
+        }
+        let n = points.len() as f64;
+        let mean = |f: &dyn Fn(&UsagePoint) -> f64| points.iter().map(f).sum::<f64>() / n;
+        let (me, mr) = (mean(&|p| p.estimated as f64), mean(&|p| p.reported as f64));
+        let var = mean(&|p| (p.estimated as f64 - me).powi(2));
+        let cov = mean(&|p| (p.estimated as f64 - me) * (p.reported as f64 - mr));
+        let scale = if var > 0.0 { cov / var } else { 0.0 };
+        let (scale, overhead) = if scale > 0.0 && scale.is_finite() {
+            (scale, mr - scale * me)
+        } else {
+            (1.0, mr - me)
+        };
+        Some(Calibration {
+            points: points.len(),
+            scale,
+            overhead,
+        })
+    }
+
+    /// The fit to the usage points of `t`, read from `text` ([`usage_points`]).
+    /// `None` when the file reports no usage (formats other than Claude Code, Codex
+    /// and Gemini CLI, or no call with a reported input). **O(len + messages)**.
+    pub fn of(text: &str, t: &Transcript) -> Option<Calibration> {
+        Calibration::fit(&usage_points(text, t))
+    }
+
+    /// The calibrated count for an estimate of `estimated` tokens, rounded, at least
+    /// 0. **O(1)**.
+    pub fn apply(&self, estimated: u64) -> u64 {
+        let v = (self.overhead + self.scale * estimated as f64).round();
+        if v > 0.0 { v as u64 } else { 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{ByteEstimate, read};
+
+    fn point(estimated: u64, reported: u64) -> UsagePoint {
+        UsagePoint {
+            message: 0,
+            reported,
+            estimated,
+        }
+    }
+
+    #[test]
+    fn calibration_fits_an_affine_session_exactly() {
+        assert_eq!(Calibration::fit(&[]), None);
+        let points: Vec<UsagePoint> = (1..6).map(|k| point(k * 100, 5000 + k * 130)).collect();
+        let c = Calibration::fit(&points).expect("points");
+        assert_eq!(c.points, 5);
+        assert!((c.scale - 1.3).abs() < 1e-9, "{c:?}");
+        assert!((c.overhead - 5000.0).abs() < 1e-6, "{c:?}");
+        assert!(points.iter().all(|p| c.apply(p.estimated) == p.reported));
+        // One estimate only: the mean difference.
+        let c = Calibration::fit(&[point(10, 50), point(10, 70)]).expect("points");
+        assert_eq!((c.scale, c.overhead), (1.0, 50.0));
+        assert_eq!(c.apply(0), 50);
+        // A falling fit is no scale: the mean difference again; never below 0.
+        let c = Calibration::fit(&[point(10, 100), point(20, 50)]).expect("points");
+        assert_eq!((c.scale, c.overhead), (1.0, 60.0));
+        let c = Calibration::fit(&[point(100, 10)]).expect("points");
+        assert_eq!(c.apply(0), 0);
+    }
+
+    #[test]
+    fn usage_points_name_the_call_and_its_request() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"hi there"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hello"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":20,"output_tokens":9}}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"again"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+            "\n",
+        );
+        let t = read(text, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        let points = usage_points(text, &t);
+        // The second call reported nothing (an API error's shape): left out.
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].message, 1);
+        assert_eq!(points[0].reported, 123);
+        assert_eq!(points[0].estimated, t.messages[0].tokens());
+        assert!(
+            usage_points(
+                "[]",
+                &read("[]", Format::AnthropicMessages, &ByteEstimate).expect("reads")
+            )
+            .is_empty()
+        );
+    }
 }

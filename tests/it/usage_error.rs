@@ -1,0 +1,184 @@
+//! The token estimate's error against what the providers reported, on every real
+//! transcript that reports usage (the fixtures, and `../shared/data/transcripts/`
+//! when it is beside the checkout): at each model call the file reports
+//! ([`format::usage_points`]), the estimate of the request (the live history before
+//! the call's first message) against the reported input tokens, counting opaque
+//! payloads as text (as cutpoint did before [`TokenCounter::count_json`]) and at their
+//! fixed cost, and after each session's own [`Calibration`]. The tables are printed
+//! (`cargo test --test it usage_error -- --nocapture`) and recorded in
+//! docs/formats.md; only exact facts are asserted.
+
+#![cfg(feature = "formats")]
+
+use std::collections::BTreeMap;
+
+use cutpoint::format::{self, ByteEstimate, Calibration, Format, TokenCounter, UsagePoint};
+
+/// The byte estimate with opaque payloads counted as text: cutpoint's count before
+/// [`TokenCounter::count_json`] discounted them.
+struct AsText;
+
+impl TokenCounter for AsText {
+    fn count(&self, text: &str) -> u64 {
+        ByteEstimate.count(text)
+    }
+    fn count_json(&self, json: &str) -> u64 {
+        ByteEstimate.count(json)
+    }
+}
+
+/// The real transcripts with their format: the originals of ../shared when they are
+/// there, then the fixtures not among them (excerpts keep a name of their own).
+fn real_transcripts() -> Vec<(String, Format, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out: Vec<(String, Format, String)> = Vec::new();
+    for (tag, dir) in [
+        ("shared", root.join("../shared/data/transcripts")),
+        ("fixtures", root.join("tests/fixtures/transcripts")),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.map(|e| e.expect("an entry").path()).collect();
+        paths.sort();
+        for path in paths {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.ends_with(".md") || out.iter().any(|(n, _, _)| n.ends_with(&*name)) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("readable");
+            if let Ok(format) = format::detect(&text) {
+                out.push((format!("{tag}/{name}"), format, text));
+            }
+        }
+    }
+    out
+}
+
+/// Mean and max of `|relative error|`, and the mean signed error, over `points`.
+fn summary(points: &[UsagePoint]) -> (f64, f64, f64) {
+    let n = points.len().max(1) as f64;
+    let abs: Vec<f64> = points.iter().map(|p| p.relative_error().abs()).collect();
+    let mean = abs.iter().sum::<f64>() / n;
+    let max = abs.iter().copied().fold(0.0, f64::max);
+    let bias = points.iter().map(UsagePoint::relative_error).sum::<f64>() / n;
+    (mean, max, bias)
+}
+
+/// `points` with each estimate replaced by its session's calibrated count.
+fn calibrated(points: &[UsagePoint]) -> Vec<UsagePoint> {
+    let c = Calibration::fit(points).expect("points");
+    points
+        .iter()
+        .map(|p| {
+            let mut q = *p;
+            q.estimated = c.apply(p.estimated);
+            q
+        })
+        .collect()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn cells((mean, max, bias): (f64, f64, f64)) -> String {
+    format!("{} | {} | {:+.1}%", pct(mean), pct(max), 100.0 * bias)
+}
+
+/// The cells of one row: as text (mean abs, max abs, mean), calibrated (mean abs,
+/// max abs), then the same with the fixed cost.
+fn row(columns: &[Vec<UsagePoint>; 4]) -> String {
+    let cal = |p: &[UsagePoint]| {
+        let (mean, max, _) = summary(p);
+        format!("{} | {}", pct(mean), pct(max))
+    };
+    format!(
+        "{} | {} | {} | {}",
+        cells(summary(&columns[0])),
+        cal(&columns[1]),
+        cells(summary(&columns[2])),
+        cal(&columns[3])
+    )
+}
+
+/// Every real transcript that reports usage: name, format, its usage points with
+/// payloads counted as text and with the default count.
+type Points = (String, Format, Vec<UsagePoint>, Vec<UsagePoint>);
+
+fn points_by_file() -> Vec<Points> {
+    real_transcripts()
+        .into_iter()
+        .filter_map(|(name, format, text)| {
+            let before = format::read(&text, format, &AsText).ok()?;
+            let after = format::read(&text, format, &ByteEstimate).ok()?;
+            let (b, a) = (
+                format::usage_points(&text, &before),
+                format::usage_points(&text, &after),
+            );
+            (!a.is_empty()).then_some((name, format, b, a))
+        })
+        .collect()
+}
+
+#[test]
+fn usage_error_on_every_real_transcript() {
+    let files = points_by_file();
+    let header = "points | as text: mean abs | max abs | mean | calibrated mean abs | max abs | \
+                  fixed cost: mean abs | max abs | mean | calibrated mean abs | max abs";
+    let rule = "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+    println!("| file | {header} | overhead | scale |\n|---|{rule}---:|---:|");
+    // Per format: files, and each column's points (as text, calibrated, fixed cost,
+    // calibrated).
+    let mut by_format: BTreeMap<&str, (usize, [Vec<UsagePoint>; 4])> = BTreeMap::new();
+    for (name, format, before, after) in &files {
+        let columns = [
+            before.clone(),
+            calibrated(before),
+            after.clone(),
+            calibrated(after),
+        ];
+        let c = Calibration::fit(after).expect("points");
+        println!(
+            "| {name} | {} | {} | {:.0} | {:.2} |",
+            after.len(),
+            row(&columns),
+            c.overhead,
+            c.scale
+        );
+        let entry = by_format.entry(format.name()).or_default();
+        entry.0 += 1;
+        for (all, these) in entry.1.iter_mut().zip(columns) {
+            all.extend(these);
+        }
+    }
+    println!("\n| format | files | {header} |\n|---|---:|{rule}");
+    for (format, (n, columns)) in &by_format {
+        println!(
+            "| {format} | {n} | {} | {} |",
+            columns[0].len(),
+            row(columns)
+        );
+    }
+    // Exact facts: the fixtures that report usage give points in each such format;
+    // both counts see the same calls, in log order, one point per call.
+    for format in ["claude-code", "codex"] {
+        assert!(
+            by_format.get(format).is_some_and(|(_, c)| !c[2].is_empty()),
+            "{format}: no usage point"
+        );
+    }
+    for (name, _, before, after) in &files {
+        assert!(after.iter().all(|p| p.reported > 0), "{name}");
+        assert!(
+            after.windows(2).all(|w| w[0].message < w[1].message),
+            "{name}: points in log order, one per call"
+        );
+        let calls = |p: &[UsagePoint]| {
+            p.iter()
+                .map(|p| (p.message, p.reported))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(calls(before), calls(after), "{name}");
+    }
+}
