@@ -130,6 +130,10 @@ pub fn usage_points(text: &str, t: &Transcript) -> Vec<UsagePoint> {
     let mut points: Vec<(usize, u64)> = Vec::new();
     match t.format {
         Format::ClaudeCode | Format::GeminiCli => {
+            let kept = match t.format {
+                Format::ClaudeCode => preserved_segments(text),
+                _ => Vec::new(),
+            };
             for (i, m) in t.messages.iter().enumerate() {
                 if m.role != Role::Assistant {
                     continue;
@@ -137,6 +141,11 @@ pub fn usage_points(text: &str, t: &Transcript) -> Vec<UsagePoint> {
                 let Some(span) = m.spans.first() else {
                     continue;
                 };
+                // Claude Code zeroes a kept segment's usage on load: it was reported
+                // for the longer request before the compaction.
+                if kept.iter().any(|k| k.contains(&span.start)) {
+                    continue;
+                }
                 let Some(raw) = text.get(span.clone()) else {
                     continue;
                 };
@@ -196,6 +205,72 @@ pub fn usage_points(text: &str, t: &Transcript) -> Vec<UsagePoint> {
             }
         })
         .collect()
+}
+
+/// The byte ranges of the records a Claude Code `compact_boundary` keeps
+/// (`compactMetadata.preservedSegment`: from the record `headUuid` to the record
+/// `tailUuid`, in file order), whose `usage` Claude Code zeroes on load. **O(len)**
+/// when the file names no segment (one substring search); otherwise one parse of
+/// each line per segment.
+fn preserved_segments(text: &str) -> Vec<std::ops::Range<usize>> {
+    #[derive(Deserialize)]
+    struct Boundary {
+        #[serde(rename = "compactMetadata")]
+        metadata: Option<Metadata>,
+    }
+    #[derive(Deserialize)]
+    struct Metadata {
+        #[serde(rename = "preservedSegment")]
+        segment: Option<Segment>,
+    }
+    #[derive(Deserialize)]
+    struct Segment {
+        #[serde(rename = "headUuid")]
+        head: Option<String>,
+        #[serde(rename = "tailUuid")]
+        tail: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Uuid<'a> {
+        #[serde(borrow, default)]
+        uuid: Option<&'a str>,
+    }
+    if !text.contains("\"preservedSegment\"") {
+        return Vec::new();
+    }
+    let spans: Vec<std::ops::Range<usize>> = lines(text).map(|(_, span)| span).collect();
+    let uuid_of = |span: &std::ops::Range<usize>| {
+        serde_json::from_str::<Uuid<'_>>(&text[span.clone()])
+            .ok()
+            .and_then(|u| u.uuid)
+    };
+    let mut out = Vec::new();
+    for (k, span) in spans.iter().enumerate() {
+        let line = &text[span.clone()];
+        if !line.contains("\"preservedSegment\"") || !line.contains("\"compact_boundary\"") {
+            continue;
+        }
+        let Some(Segment {
+            head: Some(head),
+            tail: Some(tail),
+        }) = serde_json::from_str::<Boundary>(line)
+            .ok()
+            .and_then(|b| b.metadata?.segment)
+        else {
+            continue;
+        };
+        let after = &spans[k + 1..];
+        let Some(h) = after.iter().position(|s| uuid_of(s) == Some(head.as_str())) else {
+            continue;
+        };
+        if let Some(t) = after[h..]
+            .iter()
+            .position(|s| uuid_of(s) == Some(tail.as_str()))
+        {
+            out.push(after[h].start..after[h + t].end);
+        }
+    }
+    out
 }
 
 /// Whether a Responses item is something the model produced (reasoning, an assistant
@@ -402,5 +477,31 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn a_kept_segments_usage_is_stale() {
+        let usage = r#""usage":{"input_tokens":5,"cache_read_input_tokens":9000}"#;
+        let lines = [
+            r#"{"type":"system","subtype":"compact_boundary","parentUuid":null,"uuid":"b","compactMetadata":{"trigger":"manual","preTokens":9000,"preservedSegment":{"headUuid":"u2","anchorUuid":"s","tailUuid":"a2"}}}"#.to_owned(),
+            r#"{"type":"user","uuid":"s","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u2","parentUuid":"s","message":{"role":"user","content":"kept"}}"#.to_owned(),
+            format!(r#"{{"type":"assistant","uuid":"a2","parentUuid":"u2","message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"kept too"}}],{usage}}}}}"#),
+            r#"{"type":"user","uuid":"u3","parentUuid":"a2","message":{"role":"user","content":"new"}}"#.to_owned(),
+            format!(r#"{{"type":"assistant","uuid":"a3","parentUuid":"u3","message":{{"id":"m3","role":"assistant","content":[{{"type":"text","text":"fresh"}}],{usage}}}}}"#),
+        ];
+        let text = lines.join("\n") + "\n";
+        let t = read(&text, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        let points = usage_points(&text, &t);
+        // Only the call after the kept segment: its usage is the compacted request's.
+        assert_eq!(points.len(), 1, "{points:?}");
+        assert_eq!(t.messages[points[0].message].line, 6);
+        // Without the segment, both calls count.
+        let plain = text.replace(
+            r#","preservedSegment":{"headUuid":"u2","anchorUuid":"s","tailUuid":"a2"}"#,
+            "",
+        );
+        let t = read(&plain, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        assert_eq!(usage_points(&plain, &t).len(), 2);
     }
 }
