@@ -11,20 +11,51 @@ use super::{Block, Format, Message, Role, Transcript};
 /// `last_token_usage.total_tokens`. `None` for other formats or when the file holds
 /// no usage. Such numbers count what the provider saw (system prompt, tool
 /// definitions, unredacted text), so they can exceed the transcript's own estimate by
-/// far. **O(len)** in the worst case; it reads lines from the end and stops at the
-/// first usage.
+/// far.
+///
+/// Claude Code's own reckoning after a compaction is followed: only records after the
+/// last `compact_boundary` count (the earlier ones are no longer the context), and
+/// not those of its `preservedSegment`, whose usage Claude Code zeroes on load (it
+/// was reported for the longer request before the compaction). So a file compacted
+/// by Claude Code, or by cutpoint, reports `None` until a call after the compaction
+/// reports real numbers. **O(len)** in the worst case; it reads lines from the end
+/// and stops at the first usage (a file naming a `preservedSegment` parses each line
+/// once more to find it).
 pub fn reported_context_tokens(text: &str, format: Format) -> Option<u64> {
     let all: Vec<std::ops::Range<usize>> = match format {
         Format::ClaudeCode | Format::CodexRollout => lines(text).map(|(_, span)| span).collect(),
         _ => return None,
     };
-    all.into_iter().rev().find_map(|span| {
-        let line = &text[span];
-        match format {
-            Format::ClaudeCode => claude_code(line),
-            _ => codex(line),
-        }
-    })
+    if format == Format::ClaudeCode {
+        let kept = preserved_segments(text);
+        let from = all
+            .iter()
+            .rposition(|span| is_compact_boundary(&text[span.clone()]))
+            .map_or(0, |k| k + 1);
+        return all[from..].iter().rev().find_map(|span| {
+            if kept.iter().any(|k| k.contains(&span.start)) {
+                return None;
+            }
+            claude_code(&text[span.clone()])
+        });
+    }
+    all.into_iter().rev().find_map(|span| codex(&text[span]))
+}
+
+/// Whether a Claude Code line is a `compact_boundary` record (`type` `system`,
+/// `subtype` `compact_boundary`). **O(1)** unless the line names one, then **O(line)**.
+fn is_compact_boundary(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        subtype: Option<std::borrow::Cow<'a, str>>,
+    }
+    line.contains("\"compact_boundary\"")
+        && serde_json::from_str::<Kind<'_>>(line).is_ok_and(|k| {
+            k.kind.as_deref() == Some("system") && k.subtype.as_deref() == Some("compact_boundary")
+        })
 }
 
 fn claude_code(line: &str) -> Option<u64> {
@@ -247,7 +278,7 @@ fn preserved_segments(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     for (k, span) in spans.iter().enumerate() {
         let line = &text[span.clone()];
-        if !line.contains("\"preservedSegment\"") || !line.contains("\"compact_boundary\"") {
+        if !line.contains("\"preservedSegment\"") || !is_compact_boundary(line) {
             continue;
         }
         let Some(Segment {
@@ -449,6 +480,51 @@ mod tests {
         assert_eq!((c.scale, c.overhead), (1.0, 60.0));
         let c = Calibration::fit(&[point(100, 10)]).expect("points");
         assert_eq!(c.apply(0), 0);
+    }
+
+    /// A set that no line fits, against the fit worked by hand: estimates 100, 200,
+    /// 300 (mean 200), reported 200, 300, 500 (mean 1000/3); covariance (100 ×
+    /// 400/3 + 100 × 500/3) / 3 = 10,000, variance 20,000 / 3, so the scale is 1.5 and
+    /// the overhead 1000/3 - 1.5 × 200 = 100/3.
+    #[test]
+    fn calibration_is_the_least_squares_fit() {
+        let points = [point(100, 200), point(200, 300), point(300, 500)];
+        let c = Calibration::fit(&points).expect("points");
+        assert!((c.scale - 1.5).abs() < 1e-12, "{c:?}");
+        assert!((c.overhead - 100.0 / 3.0).abs() < 1e-9, "{c:?}");
+        // Residuals +16.7, -33.3, +16.7: 183.3, 333.3, 483.3 before rounding.
+        let fitted: Vec<u64> = points.iter().map(|p| c.apply(p.estimated)).collect();
+        assert_eq!(fitted, [183, 333, 483]);
+    }
+
+    #[test]
+    fn the_reported_context_restarts_at_a_compaction() {
+        let usage = |n: u64| format!(r#""usage":{{"input_tokens":{n},"output_tokens":1}}"#);
+        let assistant = |uuid: &str, n: u64| {
+            format!(
+                r#"{{"type":"assistant","uuid":"{uuid}","message":{{"id":"{uuid}","role":"assistant","content":[{{"type":"text","text":"x"}}],{}}}}}"#,
+                usage(n)
+            )
+        };
+        let boundary = r#"{"type":"system","subtype":"compact_boundary","uuid":"b","compactMetadata":{"trigger":"auto","preTokens":9000}}"#;
+        let summary = r#"{"type":"user","uuid":"s","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#;
+        let before = assistant("a1", 9000);
+        let after = assistant("a2", 300);
+        // No call since Claude Code's own compaction: the old usage is not the context.
+        let text = [before.as_str(), boundary, summary].join("\n") + "\n";
+        assert_eq!(reported_context_tokens(&text, Format::ClaudeCode), None);
+        let text = [before.as_str(), boundary, summary, &after].join("\n") + "\n";
+        assert_eq!(
+            reported_context_tokens(&text, Format::ClaudeCode),
+            Some(301)
+        );
+        // A boundary quoted in a message is no boundary.
+        let quoted = r#"{"type":"user","uuid":"q","message":{"role":"user","content":"\"compact_boundary\""}}"#;
+        let text = [before.as_str(), quoted].join("\n") + "\n";
+        assert_eq!(
+            reported_context_tokens(&text, Format::ClaudeCode),
+            Some(9001)
+        );
     }
 
     #[test]
