@@ -182,3 +182,102 @@ fn usage_error_on_every_real_transcript() {
         assert_eq!(calls(before), calls(after), "{name}");
     }
 }
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/transcripts")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A signature costs its fixed 8 tokens, on a real record: line 7 of the
+/// interleaved-parallel fixture is one thinking block of 558 bytes, 392 of them its
+/// signature. Counted by hand (python, the block's compact JSON): the 166 bytes
+/// around the signature are ceil(166 / 4) = 42 tokens, plus 8: 50; the whole block as
+/// text was ceil(558 / 4) = 140.
+#[test]
+fn a_real_signature_costs_its_fixed_tokens() {
+    let text = fixture("claude-code__entireio-cli__1a-8a83a35a9b-0-interleaved-parallel.jsonl");
+    for (counter, expected) in [(&ByteEstimate as &dyn TokenCounter, 50), (&AsText, 140)] {
+        let t = format::read(&text, Format::ClaudeCode, counter).expect("reads");
+        let (block, tokens) = t
+            .messages
+            .iter()
+            .find_map(|m| {
+                let k = m.block_lines.iter().position(|&l| l == 7)?;
+                m.blocks.get(k).cloned()
+            })
+            .expect("a block at line 7");
+        assert_eq!(block, format::Block::Reasoning);
+        assert_eq!(tokens, expected);
+    }
+}
+
+/// A rewrite that keeps a tail leaves no stale usage behind, on the writer's own
+/// output of a real Claude Code session: the kept records still carry the usage of
+/// the longer request (byte for byte), but the boundary names them as its
+/// `preservedSegment`, which Claude Code zeroes on load, and the reader does the same.
+/// A call after the compaction is the context again.
+#[test]
+fn a_rewrite_leaves_no_stale_usage() {
+    use cutpoint::compact::Window;
+    use cutpoint::format::rewrite;
+    let text = fixture("claude-code__claude-reliability__coverage-test-fix.jsonl");
+    let t = format::read(&text, Format::ClaudeCode, &ByteEstimate).expect("reads");
+    let before = format::reported_context_tokens(&text, Format::ClaudeCode).expect("usage");
+    assert!(before >= 22_899, "{before}");
+    let total = t.live_tokens();
+    let window = Window::new(total / 2).lookback(total);
+    let done = rewrite::compact(&t, &text, &window, 0, "Summary.")
+        .expect("compacts")
+        .expect("something to compact");
+    let out = &done.text;
+    let kept = format::read(out, Format::ClaudeCode, &ByteEstimate).expect("reads back");
+    // The tail holds assistant records with the old usage, and the last of them is
+    // the one the original reported.
+    let last_usage = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"assistant\"") && l.contains("\"usage\""))
+        .expect("an assistant record with usage");
+    assert!(
+        out.contains(last_usage),
+        "the last record is kept byte for byte"
+    );
+    assert!(out.contains("\"preservedSegment\""));
+    // The reader no longer reports it, nor any kept record's usage as a point.
+    assert_eq!(
+        format::reported_context_tokens(out, Format::ClaudeCode),
+        None
+    );
+    assert!(!format::usage_points(&text, &t).is_empty());
+    assert_eq!(format::usage_points(out, &kept), []);
+    // The next call reports the compacted context.
+    let tail = out
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v["uuid"].as_str().map(str::to_owned)
+        })
+        .expect("a uuid");
+    let resumed = format!(
+        "{out}{}\n",
+        serde_json::json!({
+            "type": "assistant", "uuid": "after-resume", "parentUuid": tail,
+            "message": {"id": "msg_after", "role": "assistant",
+                "content": [{"type": "text", "text": "continued"}],
+                "usage": {"input_tokens": 3, "cache_creation_input_tokens": 5000,
+                    "cache_read_input_tokens": 0, "output_tokens": 7}}
+        })
+    );
+    assert_eq!(
+        format::reported_context_tokens(&resumed, Format::ClaudeCode),
+        Some(5010)
+    );
+    let t = format::read(&resumed, Format::ClaudeCode, &ByteEstimate).expect("reads");
+    let points = format::usage_points(&resumed, &t);
+    assert_eq!(points.len(), 1, "{points:?}");
+    assert_eq!(points[0].reported, 5003);
+    assert_eq!(t.messages[points[0].message].line, resumed.lines().count());
+}
