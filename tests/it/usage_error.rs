@@ -281,3 +281,65 @@ fn a_rewrite_leaves_no_stale_usage() {
     assert_eq!(points[0].reported, 5003);
     assert_eq!(t.messages[points[0].message].line, resumed.lines().count());
 }
+
+/// A rewrite of a real Codex rollout ends with the `token_count` Codex writes after
+/// its own compaction: `last_token_usage` zero but `total_tokens`, the compacted
+/// history's estimate in the session's calibrated units; `total_token_usage` carried.
+/// The reader reports it instead of the kept events' pre-rewrite context, and it is
+/// no usage point (no input reported) and no message.
+#[test]
+fn a_codex_rewrite_recounts_the_context_as_codex_does() {
+    use cutpoint::compact::Window;
+    use cutpoint::format::rewrite;
+    let text = fixture("codex__localpush__rollout-12-41-04-parallel7.jsonl");
+    let t = format::read(&text, Format::CodexRollout, &ByteEstimate).expect("reads");
+    let stale = format::reported_context_tokens(&text, Format::CodexRollout).expect("usage");
+    assert_eq!(stale, 115_058);
+    let total = t.live_tokens();
+    let window = Window::new(total / 2).lookback(total);
+    let done = rewrite::compact(&t, &text, &window, 0, "Summary.")
+        .expect("compacts")
+        .expect("something to compact");
+    let out = &done.text;
+    let back = format::read(out, Format::CodexRollout, &ByteEstimate).expect("reads back");
+    let calibration = Calibration::of(&text, &t).expect("the rollout reports usage");
+    // The writer counts its summary at the summary estimate (ledger included), a
+    // little above what reading it back counts: the context is the calibrated count
+    // of an estimate between the read-back one and 10% above it.
+    let expected = format::reported_context_tokens(out, Format::CodexRollout).expect("recounted");
+    let live = back.live_tokens();
+    assert!(
+        (live..=live + live / 10).any(|e| calibration.apply(e) == expected),
+        "{expected}: not the calibrated count of {live} to {}",
+        live + live / 10
+    );
+    assert!(expected < stale, "{expected} vs {stale}");
+    let last: serde_json::Value =
+        serde_json::from_str(out.lines().last().expect("a line")).expect("JSON");
+    let original_last = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"token_count\"") && !l.contains("\"info\":null"))
+        .expect("a token_count");
+    let original_last: serde_json::Value = serde_json::from_str(original_last).expect("JSON");
+    let info = &last["payload"]["info"];
+    assert_eq!(last["type"], "event_msg");
+    assert_eq!(last["payload"]["type"], "token_count");
+    assert_eq!(
+        info["total_token_usage"],
+        original_last["payload"]["info"]["total_token_usage"]
+    );
+    assert_eq!(
+        info["last_token_usage"],
+        serde_json::json!({"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
+            "reasoning_output_tokens": 0, "total_tokens": expected})
+    );
+    // Not a message, not a usage point: what the rewrite kept reads as before.
+    let without = out[..out.trim_end().rfind('\n').expect("lines") + 1].to_owned();
+    let plain = format::read(&without, Format::CodexRollout, &ByteEstimate).expect("reads");
+    assert_eq!(back.messages.len(), plain.messages.len());
+    assert_eq!(
+        format::usage_points(out, &back),
+        format::usage_points(&without, &plain)
+    );
+}
