@@ -101,6 +101,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
         "tokens_all_messages": transcript.total_tokens(),
         "provider_reported_context_tokens":
             format::reported_context_tokens(loaded.text().unwrap_or(""), transcript.format),
+        // The session's fit of the estimate to the reported input tokens (null when
+        // the file reports none): `reported ≈ overhead + scale × estimate`.
+        "estimate_calibration": format::Calibration::of(loaded.text().unwrap_or(""), &transcript)
+            .map(|c| json!({"points": c.points, "scale": c.scale, "overhead": c.overhead})),
         "token_counter": format!("{:?}", args.tokenizer).to_lowercase(),
         "legal_cuts": tracker.legal_cut_count(),
         "longest_pending_span": {

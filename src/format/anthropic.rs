@@ -123,7 +123,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     Ok(Parsed {
         role,
         blocks: if blocks.is_empty() {
-            vec![(Block::Text, counter.count(text), text)]
+            vec![(Block::Text, counter.count_json(text), text)]
         } else {
             blocks
         },
@@ -149,7 +149,7 @@ pub(crate) fn blocks<'a>(
     if !content.get().starts_with('[') {
         return Ok(vec![(
             text(content),
-            counter.count(content.get()),
+            counter.count_json(content.get()),
             content.get(),
         )]);
     }
@@ -174,7 +174,7 @@ pub(crate) fn blocks<'a>(
                 other => other,
             },
         };
-        out.push((block, counter.count(raw.get()), raw.get()));
+        out.push((block, counter.count_json(raw.get()), raw.get()));
     }
     // The attempt before the final `fallback` was refused: its thinking and calls were
     // dropped by the API, so none of them is pending or bound.

@@ -409,7 +409,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             let text = msg.content.map(|c| text_of(c.get())).unwrap_or_default();
             vec![(
                 summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
-                counter.count(raw.get()),
+                counter.count_json(raw.get()),
                 fingerprint(raw.get()),
             )]
         } else {
@@ -422,7 +422,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         if blocks.is_empty() {
             blocks.push((
                 Block::Text,
-                counter.count(raw.get()),
+                counter.count_json(raw.get()),
                 fingerprint(raw.get()),
             ));
         }

@@ -99,7 +99,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 if blocks.is_empty() {
                     blocks.push((
                         Block::Text,
-                        counter.count(payload.get()),
+                        counter.count_json(payload.get()),
                         fingerprint(payload.get()),
                     ));
                 }
@@ -112,4 +112,91 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         }
     }
     Ok(messages)
+}
+
+// Writing: what a rewrite of a Codex rollout must get right beyond the lines it
+// copies (the context size Codex resumes with).
+
+/// Appends to a rewritten rollout `out` the `token_count` event Codex writes after its
+/// own compaction (`recompute_token_usage`): the last event's `total_token_usage` and
+/// `model_context_window` carried, `last_token_usage` all zero but `total_tokens`,
+/// which becomes `tokens`, the compacted history's size. Codex resumes its context
+/// meter (and its auto-compaction threshold) from the last such event, so without it
+/// a kept event would claim the context before the rewrite. Nothing when `out` holds
+/// no `token_count` with `info` (the file reports no usage). **O(len)**: the lines
+/// are searched from the end, one parse of each line naming a `token_count`.
+pub(crate) fn recount(out: &mut String, tokens: u64) {
+    use serde_json::{Value, json};
+    let spans: Vec<std::ops::Range<usize>> = lines(out).map(|(_, span)| span).collect();
+    let info = spans.iter().rev().find_map(|span| {
+        let line = &out[span.clone()];
+        if !line.contains("\"token_count\"") {
+            return None;
+        }
+        let v: Value = serde_json::from_str(line).ok()?;
+        (v["type"] == "event_msg" && v["payload"]["type"] == "token_count")
+            .then(|| v["payload"]["info"].clone())
+            .filter(Value::is_object)
+    });
+    let Some(info) = info else {
+        return;
+    };
+    let timestamp = spans.iter().rev().find_map(|span| {
+        let v: Value = serde_json::from_str(&out[span.clone()]).ok()?;
+        v.get("timestamp").filter(|t| t.is_string()).cloned()
+    });
+    let mut recounted = json!({
+        "total_token_usage": info["total_token_usage"],
+        "last_token_usage": {
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "reasoning_output_tokens": 0,
+            "total_tokens": tokens,
+        },
+    });
+    if let (Some(window), Value::Object(map)) = (info.get("model_context_window"), &mut recounted) {
+        map.insert("model_context_window".to_owned(), window.clone());
+    }
+    let payload = json!({"type": "token_count", "info": recounted, "rate_limits": null});
+    // In Codex's own order: timestamp, type, payload.
+    let line = match timestamp {
+        Some(t) => format!(r#"{{"timestamp":{t},"type":"event_msg","payload":{payload}}}"#),
+        None => format!(r#"{{"type":"event_msg","payload":{payload}}}"#),
+    };
+    // The file's last newline stays as it was: present or not.
+    if out.is_empty() || out.ends_with('\n') {
+        out.push_str(&line);
+        out.push('\n');
+    } else {
+        out.push('\n');
+        out.push_str(&line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recount;
+
+    #[test]
+    fn recount_writes_codex_own_event_after_a_compaction() {
+        let event = r#"{"timestamp":"T1","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":900,"total_tokens":950},"last_token_usage":{"input_tokens":400,"total_tokens":420},"model_context_window":1000},"rate_limits":null}}"#;
+        let item = r#"{"timestamp":"T2","type":"response_item","payload":{"type":"message","role":"user","content":[]}}"#;
+        let mut out = format!("{event}\n{item}\n");
+        recount(&mut out, 77);
+        let expected = concat!(
+            r#"{"timestamp":"T2","type":"event_msg","payload":{"info":{"last_token_usage":{"cached_input_tokens":0,"input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":77},"#,
+            r#""model_context_window":1000,"total_token_usage":{"input_tokens":900,"total_tokens":950}},"rate_limits":null,"type":"token_count"}}"#,
+        );
+        assert_eq!(out, format!("{event}\n{item}\n{expected}\n"));
+        // Without a trailing newline, none is added at the end.
+        let mut bare = format!("{event}\n{item}");
+        recount(&mut bare, 77);
+        assert_eq!(bare, format!("{event}\n{item}\n{expected}"));
+        // A rollout that reports no usage (only `info: null`) gets nothing.
+        let none = r#"{"timestamp":"T1","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":null}}"#;
+        let mut out = format!("{none}\n{item}\n");
+        recount(&mut out, 77);
+        assert_eq!(out, format!("{none}\n{item}\n"));
+    }
 }

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
-use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, rewrite};
+use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, rewrite, usage};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
@@ -671,10 +671,26 @@ pub fn write(
         });
     }
     if t.array_span.is_some() {
-        write_document(t, input, &plans)
-    } else {
-        write_lines(t, input, &plans)
+        return write_document(t, input, &plans);
     }
+    let mut out = write_lines(t, input, &plans)?;
+    let changed = plans
+        .iter()
+        .any(|p| !matches!(p, MessagePlan::Keep(edits) if edits.is_empty()));
+    if t.format == Format::CodexRollout && changed {
+        // Codex: the context it resumes with is the compacted history's, as after its
+        // own compaction: the compacted log's tokens (the summary at its summary
+        // estimate), put in the provider's units by the session's calibration where
+        // the file reports usage.
+        let estimate = after
+            .entries()
+            .iter()
+            .skip(after.live_from())
+            .fold(0u64, |a, e| a.saturating_add(e.record.tokens()));
+        let tokens = usage::Calibration::of(input, t).map_or(estimate, |c| c.apply(estimate));
+        codex::recount(&mut out, tokens);
+    }
+    Ok(out)
 }
 
 /// The parts and tokens of the summary entry `entry`, its units and orphans named as

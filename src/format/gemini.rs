@@ -123,7 +123,7 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     for (k, raw) in content.parts.into_iter().enumerate() {
         let part: Part<'_> =
             serde_json::from_str(raw.get()).map_err(|e| format!("parts.{k}: {}", describe(&e)))?;
-        let tokens = counter.count(raw.get());
+        let tokens = counter.count_json(raw.get());
         if part.signature.is_some_and(|s| s.get() != "null") {
             signed.push(k);
         }
@@ -148,7 +148,7 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         blocks.push((block, tokens, raw.get()));
     }
     if blocks.is_empty() {
-        blocks.push((Block::Text, counter.count(text), text));
+        blocks.push((Block::Text, counter.count_json(text), text));
     }
     Ok(Parsed {
         role,

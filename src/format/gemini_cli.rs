@@ -48,7 +48,7 @@ pub(crate) fn message<'a>(
     };
     let mut blocks = Vec::new();
     if let Some(t) = msg.thoughts.filter(|t| !matches!(t.get(), "null" | "[]")) {
-        blocks.push((Block::Reasoning, counter.count(t.get()), t.get()));
+        blocks.push((Block::Reasoning, counter.count_json(t.get()), t.get()));
     }
     if let Some(c) = msg
         .content
@@ -58,7 +58,7 @@ pub(crate) fn message<'a>(
             Role::User => summary_in(c.get()).unwrap_or(Block::Text),
             _ => Block::Text,
         };
-        blocks.push((block, counter.count(c.get()), c.get()));
+        blocks.push((block, counter.count_json(c.get()), c.get()));
     }
     let calls = msg.tool_calls.unwrap_or_default();
     let mut results = Vec::new();
@@ -71,8 +71,8 @@ pub(crate) fn message<'a>(
             .map_or_else(|| gemini::placeholder_id(name, index, k), CallId::from);
         // The call's own bytes: the record without its result.
         let call_tokens = counter
-            .count(raw.get())
-            .saturating_sub(call.result.map_or(0, |r| counter.count(r.get())));
+            .count_json(raw.get())
+            .saturating_sub(call.result.map_or(0, |r| counter.count_json(r.get())));
         blocks.push((
             Block::Call {
                 id: id.clone(),
@@ -107,7 +107,7 @@ pub(crate) fn message<'a>(
                     id: answers,
                     first_line: result_line(response.response),
                 },
-                counter.count(part.get()),
+                counter.count_json(part.get()),
                 part.get(),
             ));
             answered = true;
@@ -120,7 +120,7 @@ pub(crate) fn message<'a>(
                     id,
                     first_line: result_line(Some(result)),
                 },
-                counter.count(result.get()),
+                counter.count_json(result.get()),
                 result.get(),
             ));
         }
@@ -128,7 +128,7 @@ pub(crate) fn message<'a>(
     // The response turn follows the call turn.
     blocks.extend(results);
     if blocks.is_empty() {
-        blocks.push((Block::Text, counter.count(text), text));
+        blocks.push((Block::Text, counter.count_json(text), text));
     }
     Ok(Parsed {
         role,

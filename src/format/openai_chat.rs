@@ -65,7 +65,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
             return Err("tool message with an empty tool_call_id".to_owned());
         }
         let first_line = result_line(msg.content);
-        let share = counter.count(text).div_ceil(ids.len() as u64);
+        let share = counter.count_json(text).div_ceil(ids.len() as u64);
         for id in ids {
             blocks.push((
                 Block::Result {
@@ -87,7 +87,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         .is_some_and(|c| !matches!(c.get(), "null" | "\"\"" | "[]"));
     let calls = msg.tool_calls.unwrap_or_default();
     if has_content || calls.is_empty() {
-        let tokens = msg.content.map_or(1, |c| counter.count(c.get()));
+        let tokens = msg.content.map_or(1, |c| counter.count_json(c.get()));
         // A user message holding cutpoint's ledger is an earlier summary.
         let block = match (role, msg.content) {
             (Role::User, Some(c)) => summary_in(c.get()).unwrap_or(Block::Text),
@@ -114,7 +114,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
                 name,
                 arguments,
             },
-            counter.count(raw.get()),
+            counter.count_json(raw.get()),
             raw.get(),
         ));
     }

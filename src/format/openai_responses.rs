@@ -167,7 +167,7 @@ impl<'a> Item<'a> {
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
     let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
-    let tokens = counter.count(text);
+    let tokens = counter.count_json(text);
     let kind = item.kind();
     let block = match item.classify()? {
         ItemKind::Call {

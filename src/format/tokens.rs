@@ -7,6 +7,109 @@
 pub trait TokenCounter {
     /// The number of tokens `text` costs. Should be **O(len)**.
     fn count(&self, text: &str) -> u64;
+
+    /// The tokens of a block's JSON text `json`, as every format reader counts a
+    /// block: its opaque payloads ([`opaque_payloads`]) cost
+    /// [`OPAQUE_PAYLOAD_TOKENS`] each instead of their text, the rest costs
+    /// [`count`](TokenCounter::count). A counter may override it (for instance to
+    /// count payloads as text, as cutpoint did before). **O(len)**: one substring
+    /// search per payload key, and a copy of `json` only when it holds a payload.
+    fn count_json(&self, json: &str) -> u64 {
+        let payloads = opaque_payloads(json);
+        if payloads.is_empty() {
+            return self.count(json);
+        }
+        let mut rest = String::with_capacity(json.len());
+        let mut at = 0;
+        for p in &payloads {
+            rest.push_str(&json[at..p.start]);
+            at = p.end;
+        }
+        rest.push_str(&json[at..]);
+        let fixed = OPAQUE_PAYLOAD_TOKENS.saturating_mul(payloads.len() as u64);
+        self.count(&rest).saturating_add(fixed)
+    }
+}
+
+/// What one opaque payload costs in [`TokenCounter::count_json`]: a fixed small
+/// number, whatever its length. Such a payload is base64 the model never reads as
+/// text. Anthropic strips the thinking blocks of earlier turns from the context it
+/// counts (its "Context windows" page: `context_window = (input_tokens -
+/// previous_thinking_tokens) + current_turn_tokens`, `redacted_thinking` included);
+/// OpenAI discards the reasoning of earlier turns ("reasoning tokens are discarded"),
+/// and neither documents a cost per signature. So the payload counts as a marker,
+/// not as its bytes; `docs/formats.md` has the estimate's error on the real
+/// transcripts with and without this.
+pub const OPAQUE_PAYLOAD_TOKENS: u64 = 8;
+
+/// The byte ranges of the opaque payloads in the JSON text `json`: the contents
+/// (between the quotes) of the string values of `signature` (Anthropic thinking),
+/// `encrypted_content` (OpenAI reasoning), `thoughtSignature` (Gemini) and, in a text
+/// holding a `redacted_thinking` block, `data`; in increasing order, not
+/// overlapping. A text holding a provider's `compaction` has none: its encrypted
+/// content stands for the history it replaced, so it keeps its text's count. A key
+/// inside a string value never matches (its quotes are escaped there).
+/// **O(len)**.
+pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
+    const KEYS: [&str; 3] = [
+        "\"signature\"",
+        "\"encrypted_content\"",
+        "\"thoughtSignature\"",
+    ];
+    let redacted = json.contains("\"redacted_thinking\"");
+    if !redacted && !KEYS.iter().any(|k| json.contains(k)) {
+        return Vec::new();
+    }
+    if json.contains("\"compaction\"") {
+        return Vec::new();
+    }
+    let data = redacted.then_some("\"data\"");
+    let mut out = Vec::new();
+    for key in KEYS.iter().copied().chain(data) {
+        for (at, _) in json.match_indices(key) {
+            if at > 0 && json.as_bytes()[at - 1] == b'\\' {
+                continue;
+            }
+            if let Some(value) = string_value_after(json, at + key.len()) {
+                out.push(value);
+            }
+        }
+    }
+    out.sort_by_key(|r| r.start);
+    out.dedup_by(|b, a| b.start < a.end);
+    out
+}
+
+/// The contents of the JSON string that is the value after a key ending at `from`
+/// (`: "…"`, whitespace allowed), or `None` when what follows is no string. **O(len
+/// of the value)**.
+fn string_value_after(json: &str, from: usize) -> Option<std::ops::Range<usize>> {
+    let bytes = json.as_bytes();
+    let mut i = from;
+    let skip = |i: &mut usize| {
+        while bytes.get(*i).is_some_and(u8::is_ascii_whitespace) {
+            *i += 1;
+        }
+    };
+    skip(&mut i);
+    if bytes.get(i) != Some(&b':') {
+        return None;
+    }
+    i += 1;
+    skip(&mut i);
+    if bytes.get(i) != Some(&b'"') {
+        return None;
+    }
+    let start = i + 1;
+    let mut j = start;
+    while let Some(&b) = bytes.get(j) {
+        match b {
+            b'\\' => j += 2,
+            b'"' => return Some(start..j),
+            _ => j += 1,
+        }
+    }
+    None
 }
 
 /// The fast default estimate: one token per four bytes of text, rounded up, and at
@@ -72,6 +175,77 @@ mod tests {
         assert_eq!(ByteEstimate.count("abcd"), 1);
         assert_eq!(ByteEstimate.count("abcde"), 2);
         assert_eq!(ByteEstimate.count("é"), 1);
+    }
+
+    /// The naive oracle: every `"key": "value"` of the payload keys, by parsing.
+    fn payload_values(json: &str) -> Vec<String> {
+        fn walk(v: &serde_json::Value, redacted: bool, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    for (k, v) in map {
+                        let key = matches!(
+                            k.as_str(),
+                            "signature" | "encrypted_content" | "thoughtSignature"
+                        ) || (redacted && k == "data");
+                        match v {
+                            serde_json::Value::String(s) if key => out.push(s.clone()),
+                            _ => walk(v, redacted, out),
+                        }
+                    }
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, redacted, out)),
+                _ => {}
+            }
+        }
+        let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        let mut out = Vec::new();
+        walk(&v, json.contains("\"redacted_thinking\""), &mut out);
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn opaque_payloads_are_the_string_values_of_their_keys() {
+        let cases = [
+            r#"{"type":"thinking","thinking":"I think","signature":"RXVzZ0lHRUF"}"#,
+            r#"{"type":"redacted_thinking","data":"QUJDREVGRw=="}"#,
+            r#"{"type":"reasoning","summary":[],"encrypted_content" : "gAAAAB\"x"}"#,
+            r#"{"text":"a","thoughtSignature":"c2ln","functionCall":{"name":"f"}}"#,
+            // A key inside a string value, and `data` outside redacted thinking.
+            r#"{"type":"text","text":"\"signature\":\"no\"","data":"kept"}"#,
+            r#"{"type":"image","source":{"data":"iVBOR"}}"#,
+            r#"{"signature":null,"encrypted_content":12}"#,
+        ];
+        for json in cases {
+            let mut found: Vec<String> = opaque_payloads(json)
+                .into_iter()
+                .map(|r| serde_json::from_str(&format!("\"{}\"", &json[r])).expect("a string"))
+                .collect();
+            found.sort();
+            assert_eq!(found, payload_values(json), "{json}");
+        }
+        // A provider's compaction keeps its text's count.
+        let compaction = r#"{"type":"compaction","encrypted_content":"gAAAAB"}"#;
+        assert!(opaque_payloads(compaction).is_empty());
+    }
+
+    #[test]
+    fn count_json_charges_a_payload_its_fixed_cost() {
+        let long = "A".repeat(4000);
+        let signed = format!(r#"{{"type":"thinking","thinking":"hm","signature":"{long}"}}"#);
+        let bare = r#"{"type":"thinking","thinking":"hm","signature":""}"#;
+        assert_eq!(
+            ByteEstimate.count_json(&signed),
+            ByteEstimate.count(bare) + OPAQUE_PAYLOAD_TOKENS
+        );
+        // Without a payload it is the plain count.
+        let text = r#"{"type":"text","text":"hello"}"#;
+        assert_eq!(ByteEstimate.count_json(text), ByteEstimate.count(text));
+        // Unterminated JSON: no payload, no panic.
+        assert_eq!(
+            ByteEstimate.count_json(r#"{"signature":"abc"#),
+            ByteEstimate.count(r#"{"signature":"abc"#)
+        );
     }
 
     #[cfg(feature = "tiktoken")]

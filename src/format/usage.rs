@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use super::Format;
 use super::json_doc::lines;
+use super::{Block, Format, Message, Role, Transcript};
 
 /// The size of the context at the last model call, as the provider reported it: for
 /// Claude Code, the last assistant record's `message.usage` (input, cache creation,
@@ -11,20 +11,51 @@ use super::json_doc::lines;
 /// `last_token_usage.total_tokens`. `None` for other formats or when the file holds
 /// no usage. Such numbers count what the provider saw (system prompt, tool
 /// definitions, unredacted text), so they can exceed the transcript's own estimate by
-/// far. **O(len)** in the worst case; it reads lines from the end and stops at the
-/// first usage.
+/// far.
+///
+/// Claude Code's own reckoning after a compaction is followed: only records after the
+/// last `compact_boundary` count (the earlier ones are no longer the context), and
+/// not those of its `preservedSegment`, whose usage Claude Code zeroes on load (it
+/// was reported for the longer request before the compaction). So a file compacted
+/// by Claude Code, or by cutpoint, reports `None` until a call after the compaction
+/// reports real numbers. **O(len)** in the worst case; it reads lines from the end
+/// and stops at the first usage (a file naming a `preservedSegment` parses each line
+/// once more to find it).
 pub fn reported_context_tokens(text: &str, format: Format) -> Option<u64> {
     let all: Vec<std::ops::Range<usize>> = match format {
         Format::ClaudeCode | Format::CodexRollout => lines(text).map(|(_, span)| span).collect(),
         _ => return None,
     };
-    all.into_iter().rev().find_map(|span| {
-        let line = &text[span];
-        match format {
-            Format::ClaudeCode => claude_code(line),
-            _ => codex(line),
-        }
-    })
+    if format == Format::ClaudeCode {
+        let kept = preserved_segments(text);
+        let from = all
+            .iter()
+            .rposition(|span| is_compact_boundary(&text[span.clone()]))
+            .map_or(0, |k| k + 1);
+        return all[from..].iter().rev().find_map(|span| {
+            if kept.iter().any(|k| k.contains(&span.start)) {
+                return None;
+            }
+            claude_code(&text[span.clone()])
+        });
+    }
+    all.into_iter().rev().find_map(|span| codex(&text[span]))
+}
+
+/// Whether a Claude Code line is a `compact_boundary` record (`type` `system`,
+/// `subtype` `compact_boundary`). **O(1)** unless the line names one, then **O(line)**.
+fn is_compact_boundary(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        subtype: Option<std::borrow::Cow<'a, str>>,
+    }
+    line.contains("\"compact_boundary\"")
+        && serde_json::from_str::<Kind<'_>>(line).is_ok_and(|k| {
+            k.kind.as_deref() == Some("system") && k.subtype.as_deref() == Some("compact_boundary")
+        })
 }
 
 fn claude_code(line: &str) -> Option<u64> {
@@ -93,4 +124,460 @@ fn codex(line: &str) -> Option<u64> {
         return None;
     }
     payload.info?.last_token_usage?.total_tokens
+}
+
+/// One model call whose input a transcript file reports: the request was the live
+/// history before message [`message`](UsagePoint::message) (from the last message
+/// before it that starts a history), and the provider counted `reported` input tokens
+/// for it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct UsagePoint {
+    /// The index of the first message the call produced.
+    pub message: usize,
+    /// The input tokens the provider reported: Claude Code `message.usage`
+    /// `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`; Codex
+    /// `last_token_usage.input_tokens` (cached included); Gemini CLI `tokens.input`.
+    pub reported: u64,
+    /// The transcript's estimate of the same request: the tokens of its messages.
+    pub estimated: u64,
+}
+
+impl UsagePoint {
+    /// The estimate's error relative to the reported count, `(estimated - reported) /
+    /// reported`: negative when the estimate is under. **O(1)**.
+    pub fn relative_error(&self) -> f64 {
+        (self.estimated as f64 - self.reported as f64) / self.reported.max(1) as f64
+    }
+}
+
+/// Every model call of `t` (read from `text`) whose input the file reports, in log
+/// order: Claude Code assistant messages (the `usage` of a message's first record),
+/// Codex `token_count` events (one per model response: the run of model items just
+/// before the event), Gemini CLI `gemini` messages (`tokens.input`). Empty for other
+/// formats, and calls reported as 0 input tokens (API errors, synthetic messages) are
+/// left out. **O(len + messages)**: one parse of each assistant record or event.
+pub fn usage_points(text: &str, t: &Transcript) -> Vec<UsagePoint> {
+    let mut points: Vec<(usize, u64)> = Vec::new();
+    match t.format {
+        Format::ClaudeCode | Format::GeminiCli => {
+            let kept = match t.format {
+                Format::ClaudeCode => preserved_segments(text),
+                _ => Vec::new(),
+            };
+            for (i, m) in t.messages.iter().enumerate() {
+                if m.role != Role::Assistant {
+                    continue;
+                }
+                let Some(span) = m.spans.first() else {
+                    continue;
+                };
+                // Claude Code zeroes a kept segment's usage on load: it was reported
+                // for the longer request before the compaction.
+                if kept.iter().any(|k| k.contains(&span.start)) {
+                    continue;
+                }
+                let Some(raw) = text.get(span.clone()) else {
+                    continue;
+                };
+                let reported = match t.format {
+                    Format::ClaudeCode => claude_code_input(raw),
+                    _ => gemini_cli_input(raw),
+                };
+                if let Some(r) = reported {
+                    points.push((i, r));
+                }
+            }
+        }
+        Format::CodexRollout => {
+            // Messages are in file order; `next` is the first message after the event.
+            let mut next = 0;
+            for (_, span) in lines(text) {
+                let line = &text[span.clone()];
+                while t
+                    .messages
+                    .get(next)
+                    .and_then(|m| m.spans.first())
+                    .is_some_and(|s| s.start < span.start)
+                {
+                    next += 1;
+                }
+                let Some(reported) = codex_input(line) else {
+                    continue;
+                };
+                // The response is the run of model items right before the event; an
+                // event after inputs repeats the last one.
+                let mut first = next;
+                while first > 0 && is_model_output(&t.messages[first - 1]) {
+                    first -= 1;
+                }
+                if first < next && points.last().is_none_or(|&(m, _)| m != first) {
+                    points.push((first, reported));
+                }
+            }
+        }
+        _ => {}
+    }
+    points
+        .into_iter()
+        .filter(|&(_, r)| r > 0)
+        .map(|(message, reported)| {
+            let from = t.messages[..message]
+                .iter()
+                .rposition(|m| m.starts_history)
+                .unwrap_or(0);
+            let estimated = t.messages[from..message]
+                .iter()
+                .fold(0u64, |a, m| a.saturating_add(m.tokens()));
+            UsagePoint {
+                message,
+                reported,
+                estimated,
+            }
+        })
+        .collect()
+}
+
+/// The byte ranges of the records a Claude Code `compact_boundary` keeps
+/// (`compactMetadata.preservedSegment`: from the record `headUuid` to the record
+/// `tailUuid`, in file order), whose `usage` Claude Code zeroes on load. **O(len)**
+/// when the file names no segment (one substring search); otherwise one parse of
+/// each line per segment.
+fn preserved_segments(text: &str) -> Vec<std::ops::Range<usize>> {
+    #[derive(Deserialize)]
+    struct Boundary {
+        #[serde(rename = "compactMetadata")]
+        metadata: Option<Metadata>,
+    }
+    #[derive(Deserialize)]
+    struct Metadata {
+        #[serde(rename = "preservedSegment")]
+        segment: Option<Segment>,
+    }
+    #[derive(Deserialize)]
+    struct Segment {
+        #[serde(rename = "headUuid")]
+        head: Option<String>,
+        #[serde(rename = "tailUuid")]
+        tail: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Uuid<'a> {
+        #[serde(borrow, default)]
+        uuid: Option<&'a str>,
+    }
+    if !text.contains("\"preservedSegment\"") {
+        return Vec::new();
+    }
+    let spans: Vec<std::ops::Range<usize>> = lines(text).map(|(_, span)| span).collect();
+    let uuid_of = |span: &std::ops::Range<usize>| {
+        serde_json::from_str::<Uuid<'_>>(&text[span.clone()])
+            .ok()
+            .and_then(|u| u.uuid)
+    };
+    let mut out = Vec::new();
+    for (k, span) in spans.iter().enumerate() {
+        let line = &text[span.clone()];
+        if !line.contains("\"preservedSegment\"") || !is_compact_boundary(line) {
+            continue;
+        }
+        let Some(Segment {
+            head: Some(head),
+            tail: Some(tail),
+        }) = serde_json::from_str::<Boundary>(line)
+            .ok()
+            .and_then(|b| b.metadata?.segment)
+        else {
+            continue;
+        };
+        let after = &spans[k + 1..];
+        let Some(h) = after.iter().position(|s| uuid_of(s) == Some(head.as_str())) else {
+            continue;
+        };
+        if let Some(t) = after[h..]
+            .iter()
+            .position(|s| uuid_of(s) == Some(tail.as_str()))
+        {
+            out.push(after[h].start..after[h + t].end);
+        }
+    }
+    out
+}
+
+/// Whether a Responses item is something the model produced (reasoning, an assistant
+/// message, a call), not an input. **O(1)**.
+fn is_model_output(m: &Message) -> bool {
+    m.follows_reasoning() || matches!(m.blocks.first(), Some((Block::Reasoning, _)))
+}
+
+#[derive(Deserialize)]
+struct AnthropicUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+}
+
+fn claude_code_input(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Line {
+        message: Option<Msg>,
+    }
+    #[derive(Deserialize)]
+    struct Msg {
+        usage: Option<AnthropicUsage>,
+    }
+    if !line.contains("\"usage\"") {
+        return None;
+    }
+    let u = serde_json::from_str::<Line>(line).ok()?.message?.usage?;
+    Some(
+        u.input_tokens
+            .saturating_add(u.cache_creation_input_tokens)
+            .saturating_add(u.cache_read_input_tokens),
+    )
+}
+
+fn gemini_cli_input(element: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Element {
+        tokens: Option<Tokens>,
+    }
+    #[derive(Deserialize)]
+    struct Tokens {
+        input: Option<u64>,
+    }
+    if !element.contains("\"tokens\"") {
+        return None;
+    }
+    serde_json::from_str::<Element>(element).ok()?.tokens?.input
+}
+
+fn codex_input(line: &str) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Line {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        payload: Option<Payload>,
+    }
+    #[derive(Deserialize)]
+    struct Payload {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        info: Option<Info>,
+    }
+    #[derive(Deserialize)]
+    struct Info {
+        last_token_usage: Option<Last>,
+    }
+    #[derive(Deserialize)]
+    struct Last {
+        input_tokens: Option<u64>,
+    }
+    if !line.contains("\"token_count\"") {
+        return None;
+    }
+    let parsed: Line = serde_json::from_str(line).ok()?;
+    if parsed.kind.as_deref() != Some("event_msg") {
+        return None;
+    }
+    let payload = parsed.payload?;
+    if payload.kind.as_deref() != Some("token_count") {
+        return None;
+    }
+    payload.info?.last_token_usage?.input_tokens
+}
+
+/// A per-session correction of the token estimate, fitted to what the provider
+/// reported: `reported ≈ overhead + scale × estimated` at every [`UsagePoint`] of a
+/// transcript, by least squares. `overhead` stands for what each request holds
+/// besides the transcript's messages (system prompt, tool definitions), `scale` for
+/// the tokenizer's ratio to the estimate (and what the file redacts). It describes
+/// the session; cutpoint's budgets and compactions do not use it.
+#[derive(Clone, Copy, PartialEq, Debug)]
+#[non_exhaustive]
+pub struct Calibration {
+    /// The usage points it was fitted to (at least one).
+    pub points: usize,
+    /// Reported tokens per estimated token.
+    pub scale: f64,
+    /// Reported tokens at an estimate of 0 (may be negative when the fit says so).
+    pub overhead: f64,
+}
+
+impl Calibration {
+    /// The least-squares fit to `points`. With fewer than two distinct estimates (or
+    /// a fit whose scale is not positive) the scale is 1 and the overhead the mean
+    /// difference `reported - estimated`. `None` when `points` is empty: the file
+    /// reports no usage. **O(points)**.
+    pub fn fit(points: &[UsagePoint]) -> Option<Calibration> {
+        if points.is_empty() {
+            return None;
+        }
+        let n = points.len() as f64;
+        let mean = |f: &dyn Fn(&UsagePoint) -> f64| points.iter().map(f).sum::<f64>() / n;
+        let (me, mr) = (mean(&|p| p.estimated as f64), mean(&|p| p.reported as f64));
+        let var = mean(&|p| (p.estimated as f64 - me).powi(2));
+        let cov = mean(&|p| (p.estimated as f64 - me) * (p.reported as f64 - mr));
+        let scale = if var > 0.0 { cov / var } else { 0.0 };
+        let (scale, overhead) = if scale > 0.0 && scale.is_finite() {
+            (scale, mr - scale * me)
+        } else {
+            (1.0, mr - me)
+        };
+        Some(Calibration {
+            points: points.len(),
+            scale,
+            overhead,
+        })
+    }
+
+    /// The fit to the usage points of `t`, read from `text` ([`usage_points`]).
+    /// `None` when the file reports no usage (formats other than Claude Code, Codex
+    /// and Gemini CLI, or no call with a reported input). **O(len + messages)**.
+    pub fn of(text: &str, t: &Transcript) -> Option<Calibration> {
+        Calibration::fit(&usage_points(text, t))
+    }
+
+    /// The calibrated count for an estimate of `estimated` tokens, rounded, at least
+    /// 0. **O(1)**.
+    pub fn apply(&self, estimated: u64) -> u64 {
+        let v = (self.overhead + self.scale * estimated as f64).round();
+        if v > 0.0 { v as u64 } else { 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{ByteEstimate, read};
+
+    fn point(estimated: u64, reported: u64) -> UsagePoint {
+        UsagePoint {
+            message: 0,
+            reported,
+            estimated,
+        }
+    }
+
+    #[test]
+    fn calibration_fits_an_affine_session_exactly() {
+        assert_eq!(Calibration::fit(&[]), None);
+        let points: Vec<UsagePoint> = (1..6).map(|k| point(k * 100, 5000 + k * 130)).collect();
+        let c = Calibration::fit(&points).expect("points");
+        assert_eq!(c.points, 5);
+        assert!((c.scale - 1.3).abs() < 1e-9, "{c:?}");
+        assert!((c.overhead - 5000.0).abs() < 1e-6, "{c:?}");
+        assert!(points.iter().all(|p| c.apply(p.estimated) == p.reported));
+        // One estimate only: the mean difference.
+        let c = Calibration::fit(&[point(10, 50), point(10, 70)]).expect("points");
+        assert_eq!((c.scale, c.overhead), (1.0, 50.0));
+        assert_eq!(c.apply(0), 50);
+        // A falling fit is no scale: the mean difference again; never below 0.
+        let c = Calibration::fit(&[point(10, 100), point(20, 50)]).expect("points");
+        assert_eq!((c.scale, c.overhead), (1.0, 60.0));
+        let c = Calibration::fit(&[point(100, 10)]).expect("points");
+        assert_eq!(c.apply(0), 0);
+    }
+
+    /// A set that no line fits, against the fit worked by hand: estimates 100, 200,
+    /// 300 (mean 200), reported 200, 300, 500 (mean 1000/3); covariance (100 ×
+    /// 400/3 + 100 × 500/3) / 3 = 10,000, variance 20,000 / 3, so the scale is 1.5 and
+    /// the overhead 1000/3 - 1.5 × 200 = 100/3.
+    #[test]
+    fn calibration_is_the_least_squares_fit() {
+        let points = [point(100, 200), point(200, 300), point(300, 500)];
+        let c = Calibration::fit(&points).expect("points");
+        assert!((c.scale - 1.5).abs() < 1e-12, "{c:?}");
+        assert!((c.overhead - 100.0 / 3.0).abs() < 1e-9, "{c:?}");
+        // Residuals +16.7, -33.3, +16.7: 183.3, 333.3, 483.3 before rounding.
+        let fitted: Vec<u64> = points.iter().map(|p| c.apply(p.estimated)).collect();
+        assert_eq!(fitted, [183, 333, 483]);
+    }
+
+    #[test]
+    fn the_reported_context_restarts_at_a_compaction() {
+        let usage = |n: u64| format!(r#""usage":{{"input_tokens":{n},"output_tokens":1}}"#);
+        let assistant = |uuid: &str, n: u64| {
+            format!(
+                r#"{{"type":"assistant","uuid":"{uuid}","message":{{"id":"{uuid}","role":"assistant","content":[{{"type":"text","text":"x"}}],{}}}}}"#,
+                usage(n)
+            )
+        };
+        let boundary = r#"{"type":"system","subtype":"compact_boundary","uuid":"b","compactMetadata":{"trigger":"auto","preTokens":9000}}"#;
+        let summary = r#"{"type":"user","uuid":"s","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#;
+        let before = assistant("a1", 9000);
+        let after = assistant("a2", 300);
+        // No call since Claude Code's own compaction: the old usage is not the context.
+        let text = [before.as_str(), boundary, summary].join("\n") + "\n";
+        assert_eq!(reported_context_tokens(&text, Format::ClaudeCode), None);
+        let text = [before.as_str(), boundary, summary, &after].join("\n") + "\n";
+        assert_eq!(
+            reported_context_tokens(&text, Format::ClaudeCode),
+            Some(301)
+        );
+        // A boundary quoted in a message is no boundary.
+        let quoted = r#"{"type":"user","uuid":"q","message":{"role":"user","content":"\"compact_boundary\""}}"#;
+        let text = [before.as_str(), quoted].join("\n") + "\n";
+        assert_eq!(
+            reported_context_tokens(&text, Format::ClaudeCode),
+            Some(9001)
+        );
+    }
+
+    #[test]
+    fn usage_points_name_the_call_and_its_request() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"hi there"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hello"}],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":20,"output_tokens":9}}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"again"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+            "\n",
+        );
+        let t = read(text, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        let points = usage_points(text, &t);
+        // The second call reported nothing (an API error's shape): left out.
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].message, 1);
+        assert_eq!(points[0].reported, 123);
+        assert_eq!(points[0].estimated, t.messages[0].tokens());
+        assert!(
+            usage_points(
+                "[]",
+                &read("[]", Format::AnthropicMessages, &ByteEstimate).expect("reads")
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_kept_segments_usage_is_stale() {
+        let usage = r#""usage":{"input_tokens":5,"cache_read_input_tokens":9000}"#;
+        let lines = [
+            r#"{"type":"system","subtype":"compact_boundary","parentUuid":null,"uuid":"b","compactMetadata":{"trigger":"manual","preTokens":9000,"preservedSegment":{"headUuid":"u2","anchorUuid":"s","tailUuid":"a2"}}}"#.to_owned(),
+            r#"{"type":"user","uuid":"s","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u2","parentUuid":"s","message":{"role":"user","content":"kept"}}"#.to_owned(),
+            format!(r#"{{"type":"assistant","uuid":"a2","parentUuid":"u2","message":{{"id":"m2","role":"assistant","content":[{{"type":"text","text":"kept too"}}],{usage}}}}}"#),
+            r#"{"type":"user","uuid":"u3","parentUuid":"a2","message":{"role":"user","content":"new"}}"#.to_owned(),
+            format!(r#"{{"type":"assistant","uuid":"a3","parentUuid":"u3","message":{{"id":"m3","role":"assistant","content":[{{"type":"text","text":"fresh"}}],{usage}}}}}"#),
+        ];
+        let text = lines.join("\n") + "\n";
+        let t = read(&text, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        let points = usage_points(&text, &t);
+        // Only the call after the kept segment: its usage is the compacted request's.
+        assert_eq!(points.len(), 1, "{points:?}");
+        assert_eq!(t.messages[points[0].message].line, 6);
+        // Without the segment, both calls count.
+        let plain = text.replace(
+            r#","preservedSegment":{"headUuid":"u2","anchorUuid":"s","tailUuid":"a2"}"#,
+            "",
+        );
+        let t = read(&plain, Format::ClaudeCode, &ByteEstimate).expect("reads");
+        assert_eq!(usage_points(&plain, &t).len(), 2);
+    }
 }

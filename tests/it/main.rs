@@ -38,6 +38,7 @@ mod stream;
 mod streams;
 mod streams_http;
 mod transcripts;
+mod usage_error;
 mod used_ids;
 mod validate;
 

@@ -138,9 +138,14 @@ fn stats_reports_pairs_cuts_and_the_longest_pending_span() {
             .unwrap_or(0)
             >= 22_899
     );
+    // The session's calibration: one point per assistant message with usage.
+    let calibration = &doc["estimate_calibration"];
+    assert_eq!(calibration["points"], 14);
+    assert!(calibration["scale"].as_f64().unwrap_or(0.0) > 0.0);
     let out = cutpoint(&["stats", "--json", &fixture(CLEAN[0])]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert!(doc["provider_reported_context_tokens"].is_null());
+    assert!(doc["estimate_calibration"].is_null());
 }
 
 #[test]
