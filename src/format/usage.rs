@@ -96,9 +96,14 @@ fn claude_code(line: &str) -> Option<u64> {
     )
 }
 
-fn codex(line: &str) -> Option<u64> {
+/// The `last_token_usage` of a Codex `token_count` line, and whether the line is an
+/// `event_msg` (as Codex writes it). **O(len)** of the line; a line that does not
+/// mention `token_count` is not parsed.
+fn codex_last_usage(line: &str) -> Option<(bool, LastUsage)> {
     #[derive(Deserialize)]
     struct Line {
+        #[serde(rename = "type")]
+        kind: Option<String>,
         payload: Option<Payload>,
     }
     #[derive(Deserialize)]
@@ -109,11 +114,7 @@ fn codex(line: &str) -> Option<u64> {
     }
     #[derive(Deserialize)]
     struct Info {
-        last_token_usage: Option<Last>,
-    }
-    #[derive(Deserialize)]
-    struct Last {
-        total_tokens: Option<u64>,
+        last_token_usage: Option<LastUsage>,
     }
     if !line.contains("\"token_count\"") {
         return None;
@@ -123,7 +124,20 @@ fn codex(line: &str) -> Option<u64> {
     if payload.kind.as_deref() != Some("token_count") {
         return None;
     }
-    payload.info?.last_token_usage?.total_tokens
+    let event = parsed.kind.as_deref() == Some("event_msg");
+    Some((event, payload.info?.last_token_usage?))
+}
+
+/// Codex's `last_token_usage`: the last model call's counts.
+#[derive(Deserialize)]
+struct LastUsage {
+    total_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+}
+
+/// The context a Codex `token_count` line reports: its `total_tokens`.
+fn codex(line: &str) -> Option<u64> {
+    codex_last_usage(line)?.1.total_tokens
 }
 
 /// One model call whose input a transcript file reports: the request was the live
@@ -355,39 +369,12 @@ fn gemini_cli_input(element: &str) -> Option<u64> {
     serde_json::from_str::<Element>(element).ok()?.tokens?.input
 }
 
+/// The input a Codex `token_count` event reports: its `input_tokens`.
 fn codex_input(line: &str) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct Line {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        payload: Option<Payload>,
+    match codex_last_usage(line)? {
+        (true, last) => last.input_tokens,
+        (false, _) => None,
     }
-    #[derive(Deserialize)]
-    struct Payload {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        info: Option<Info>,
-    }
-    #[derive(Deserialize)]
-    struct Info {
-        last_token_usage: Option<Last>,
-    }
-    #[derive(Deserialize)]
-    struct Last {
-        input_tokens: Option<u64>,
-    }
-    if !line.contains("\"token_count\"") {
-        return None;
-    }
-    let parsed: Line = serde_json::from_str(line).ok()?;
-    if parsed.kind.as_deref() != Some("event_msg") {
-        return None;
-    }
-    let payload = parsed.payload?;
-    if payload.kind.as_deref() != Some("token_count") {
-        return None;
-    }
-    payload.info?.last_token_usage?.input_tokens
 }
 
 /// A per-session correction of the token estimate, fitted to what the provider
