@@ -229,7 +229,7 @@ def masked(fmt: str, body: dict) -> dict:
 
 def pairing(fmt: str, body: dict) -> list[str]:
     """checks.py's rules; for the Messages API on the request as the API reads it (consecutive
-    same-role messages merged, spec/providers.md rule 5)."""
+    same-role messages merged, docs/providers.md, Anthropic rule 5)."""
     return checks.pairing_anthropic_merged(body) if fmt == "claude-code" else checks.pairing_responses(body)
 
 
