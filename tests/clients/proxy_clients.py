@@ -11,20 +11,21 @@ resumes the ORIGINAL file three times, with the stand-in recording what arrives:
    (40%, else 60%, else 80%) of the control request's history tokens, the first at which
    `cutpoint compact --strategy pipeline --keep-thinking-valid` rewrites that request (the
    proxy runs the same pipeline with the same estimate); at 40% when none does, and then
-   the proxy must defer: forward the request as it came.
+   the proxy must defer: forward the request byte for byte as the client sent it.
 
 and checks (the table in docs/proxy.md, "Real clients through the proxy"):
 
 - accepted: the client exits 0 and printed the stand-in's streamed reply, which reached it
   through the proxy;
-- check mode: a request the control shows keeping the rules (checks.py) reaches the stand-in
-  byte for byte as the client sent it directly (the same SHA-256), or, when the client's own
-  bytes differ from run to run, with the same history; a request that breaks them is refused
+- check mode: the stand-in receives, byte for byte, the request the client sent the proxy
+  (a loopback relay in front of the proxy, `Tee`, keeps what the client sent), with every
+  end-to-end header as sent; and that request is the one the client sends directly (after
+  masking the values it draws afresh on each run); a request that breaks a rule is refused
   by the proxy and never forwarded;
 - compact mode: the stand-in receives a smaller request than the control, which the proxy
   says it compacted (its log's tokens before and after, the after within the budget), which
   keeps checks.py's pairing and reasoning rules, carries cutpoint's ledger or cleared
-  results, still names every call id of the control (as a call or in the ledger), keeps
+  results, has the end-to-end headers the client sent, still names every call id of the control (as a call or in the ledger), keeps
   every field but the history as the client sent it, and ends with the same message (the
   new "continue" turn). Client-made per-run values (a device id, turn ids) are masked in
   these comparisons (`masked`). Anthropic requests are checked as the API reads them,
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -50,6 +52,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -93,13 +96,94 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Tee:
+    """A loopback TCP relay in front of the proxy that keeps the bytes the client sends, so
+    that a run can compare what the client sent the proxy with what reached the stand-in
+    (the same run: no client-made per-run value gets in the way). **O(bytes)**."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.sent: list[bytes] = []  # per connection, what the client sent
+        self._lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.target))
+            buf = bytearray()
+            with self._lock:
+                self.sent.append(buf)  # type: ignore[arg-type]
+            threading.Thread(target=self._pipe, args=(c, u, buf), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, None), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket, keep: bytearray | None) -> None:
+        try:
+            while chunk := a.recv(65536):
+                if keep is not None:
+                    keep += chunk
+                b.sendall(chunk)
+        except OSError:
+            pass
+        for s_ in (b, a):
+            try:
+                s_.shutdown(socket.SHUT_WR if s_ is b else socket.SHUT_RD)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def requests(self) -> list[tuple[str, str, dict[str, str], bytes]]:
+        """(method, path, headers with lowercase names, body) of every request sent."""
+        out = []
+        with self._lock:
+            streams = [bytes(b) for b in self.sent]
+        for data in streams:
+            while data:
+                head, sep, rest = data.partition(b"\r\n\r\n")
+                if not sep:
+                    break
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = (lines[0].split(" ") + ["", ""])[:2]
+                headers = {}
+                for line in lines[1:]:
+                    k, _, v = line.partition(":")
+                    headers[k.strip().lower()] = v.strip()
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    body = b""
+                    while True:
+                        size_line, _, rest = rest.partition(b"\r\n")
+                        n = int(size_line.split(b";")[0] or b"0", 16)
+                        if n == 0:
+                            _, _, rest = rest.partition(b"\r\n")
+                            break
+                        body, rest = body + rest[:n], rest[n + 2:]
+                else:
+                    n = int(headers.get("content-length") or 0)
+                    body, rest = rest[:n], rest[n:]
+                out.append((method, path, headers, body))
+                data = rest
+        return out
+
+
 class Proxy:
     """`front` for harness.run_client: cutpoint-proxy on a free loopback port in front of the
-    stand-in. After the run, `log` holds its stderr and `metrics` its /metrics."""
+    stand-in, behind a Tee. After the run, `log` holds its stderr, `metrics` its /metrics and
+    `sent` the requests the client sent it."""
 
     def __init__(self, bin_: Path, args: list[str], log_path: Path) -> None:
         self.bin, self.args, self.log_path = bin_, args, log_path
         self.log, self.metrics = "", {}
+        self.sent: list[tuple[str, str, dict[str, str], bytes]] = []
 
     @contextlib.contextmanager
     def __call__(self, upstream: str):
@@ -114,9 +198,12 @@ class Proxy:
             p.wait()
         else:
             raise RuntimeError(f"cutpoint-proxy did not start: {self.log_path.read_text()[-400:]}")
+        tee = Tee(port)
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"http://127.0.0.1:{tee.port}"
         finally:
+            tee.close()
+            self.sent = tee.requests()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
                     self.metrics = parse_metrics(r.read().decode())
@@ -233,6 +320,41 @@ def pairing(fmt: str, body: dict) -> list[str]:
     return checks.pairing_anthropic_merged(body) if fmt == "claude-code" else checks.pairing_responses(body)
 
 
+HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection", "host",
+       "content-length"}
+
+
+def sent_main(fmt: str, px: Proxy) -> tuple[dict[str, str], bytes] | None:
+    """Headers and body of the main request the client sent the proxy (as main_entry picks)."""
+    entries = []
+    for method, path, headers, body in px.sent:
+        try:
+            j = json.loads(body) if body else None
+        except ValueError:
+            j = None
+        entries.append({"method": method, "path": path, "json": j, "headers": headers, "body": body})
+    e = main_entry(fmt, entries)
+    return (e["headers"], e["body"]) if e else None
+
+
+def passed_on(fmt: str, px: Proxy, entry: dict, same_body: bool) -> list[str]:
+    """What differs between the main request the client sent the proxy and the one the stand-in
+    received: the body (when `same_body`) by SHA-256, and every end-to-end header (the proxy's
+    own, hop-by-hop ones, `host` and `content-length`, aside)."""
+    got = sent_main(fmt, px)
+    if got is None:
+        return ["the client's request to the proxy was not seen"]
+    headers, body = got
+    out = []
+    if same_body and hashlib.sha256(body).hexdigest() != entry["sha256"]:
+        out.append(f"body: {len(body)} bytes sent, {entry['raw_len']} received, not the same bytes")
+    recv = {k.lower(): v for k, v in entry["headers"].items()}
+    for k in sorted(set(headers) | set(recv)):
+        if k not in HOP and headers.get(k) != recv.get(k):
+            out.append(f"header {k}: sent {headers.get(k)!r}, received {recv.get(k)!r}")
+    return out
+
+
 def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> Row:
     row = Row(harness.CLIENTS[fmt][2], path.name)
     t = time.time()
@@ -292,14 +414,18 @@ def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> R
         ok = False
         row.details.append(f"check: exit {rc}, {len(reqs)} requests; {out.strip()[-300:]!r}")
     else:
-        if e1["sha256"] == ctl["sha256"]:
-            row.notes["check mode"] = f"byte-identical ({ctl['raw_len']} bytes)"
-        elif masked(fmt, e1["json"]) == m0:
-            row.notes["check mode"] = f"identical but for the client's per-run ids ({ctl['raw_len']} bytes direct, {e1['raw_len']} proxied)"
+        bad = passed_on(fmt, px, e1, same_body=True)
+        if bad:
+            ok = False
+            row.details.append(f"check: the stand-in did not receive what the client sent the proxy: {bad[:3]}")
+        else:
+            row.notes["check mode"] = f"byte-identical to what the client sent the proxy ({e1['raw_len']} bytes), headers too"
+        if masked(fmt, e1["json"]) == m0:
+            row.notes["check mode"] = row.notes.get("check mode", "") + "; the same as the direct request but for the client's per-run ids"
         else:
             ok = False
             diff = sorted(k for k in set(m0) | set(e1["json"]) if m0.get(k) != masked(fmt, e1["json"]).get(k))
-            row.details.append(f"check: the stand-in received another request than the client sends directly (differs in {diff})")
+            row.details.append(f"check: the client sent another request through the proxy than directly (differs in {diff})")
         if own:
             row.notes["check mode"] += (f"; forwarded though checks.py finds {len(own)} violation(s) in the client's request "
                                         f"({own[0]}), as cutpoint's check allows it")
@@ -334,9 +460,10 @@ def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> R
             fails.append(f"the proxy did not defer (metrics {px.metrics})")
         if masked(fmt, e2["json"]) != m0:
             fails.append("the deferred request is not the one the client sends directly")
+        fails += passed_on(fmt, px, e2, same_body=True)
         if not fails:
             reason = re.findall(r"forwarded as it came.*?reason=(.*)", px.log)
-            row.notes["compact mode"] = ("deferred, forwarded as it came, as the CLI predicts at 40%, 60% and 80%; the proxy: "
+            row.notes["compact mode"] = ("deferred, forwarded byte for byte as the client sent it, as the CLI predicts at 40%, 60% and 80%; the proxy: "
                                          + (reason[-1].strip().strip('"')[:240] if reason else why))
     else:
         c2 = e2["json"]
@@ -364,6 +491,7 @@ def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> R
         lost = [c for c in dedup(checks.call_ids_in_request(fmt, c0)) if c not in hay]
         if lost:
             fails.append(f"{len(lost)} call ids of the control named nowhere, first {lost[:3]}")
+        fails += passed_on(fmt, px, e2, same_body=False)
         if everything_but_history(fmt, m2) != everything_but_history(fmt, m0):
             diff = sorted(k for k in set(m0) | set(m2) if m0.get(k) != m2.get(k) and k not in ("messages", "input"))
             fails.append(f"fields other than the history changed: {diff}")
