@@ -355,6 +355,14 @@ def passed_on(fmt: str, px: Proxy, entry: dict, same_body: bool) -> list[str]:
     return out
 
 
+UPGRADE = 'refused_total{reason="upgrade"}'
+
+
+def refusals(px: Proxy) -> int:
+    """Requests the proxy refused, its 426s to a WebSocket upgrade (Codex's first try) aside."""
+    return int(sum(v for k, v in px.metrics.items() if k.startswith("refused_total") and k != UPGRADE))
+
+
 def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> Row:
     row = Row(harness.CLIENTS[fmt][2], path.name)
     t = time.time()
@@ -397,7 +405,7 @@ def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> R
     px = Proxy(a.proxy, ["--mode", "check"], out_dir / "proxy.log")
     rc, out, reqs = harness.run_client(fmt, exe, data, home, front=px)
     e1 = main_entry(fmt, reqs)
-    refused = sum(v for k, v in px.metrics.items() if k.startswith("refused_total"))
+    refused = refusals(px)
     ok = True
     acc = accepted(rc, out, e1)
     row.results["accepted"] = acc
@@ -420,6 +428,8 @@ def run_fixture(bins: dict[str, Path], a, fmt: str, path: Path, runs: Path) -> R
             row.details.append(f"check: the stand-in did not receive what the client sent the proxy: {bad[:3]}")
         else:
             row.notes["check mode"] = f"byte-identical to what the client sent the proxy ({e1['raw_len']} bytes), headers too"
+            if px.metrics.get(UPGRADE):
+                row.notes["check mode"] += f"; its {int(px.metrics[UPGRADE])} WebSocket upgrade(s) answered 426 by the proxy"
         if masked(fmt, e1["json"]) == m0:
             row.notes["check mode"] = row.notes.get("check mode", "") + "; the same as the direct request but for the client's per-run ids"
         else:
