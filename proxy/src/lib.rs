@@ -39,7 +39,8 @@
 //! Headers pass through untouched, authentication included, and are never logged;
 //! only the hop-by-hop ones (`connection`, `transfer-encoding`, ...) and `host` are
 //! the proxy's own, and `content-length` is recomputed for a body it read. Every
-//! other path and method passes through unread, its body streamed.
+//! other path and method passes through unread, its body streamed; a request to
+//! upgrade the connection (a WebSocket) is answered 426 and not forwarded.
 
 #![forbid(unsafe_code)]
 
@@ -145,7 +146,9 @@ impl Proxy {
 
     /// Answers one request: a provider route's body is read (up to the cap) and
     /// decided on ([`Mode::decide`]); a refusal is answered in the provider's error
-    /// shape and never forwarded; anything else goes upstream, and the upstream's
+    /// shape and never forwarded; a request to upgrade the connection (`upgrade`
+    /// header: a WebSocket) is answered 426 and never forwarded; anything else goes
+    /// upstream, and the upstream's
     /// answer comes back as it arrives, status, headers and body unchanged. `GET
     /// /metrics` is answered with [`Metrics::render`] when `serve_metrics`. Never
     /// fails: an upstream that cannot be reached is a 502 in the provider's shape.
@@ -162,6 +165,23 @@ impl Proxy {
         }
         self.metrics.count(Count::Request);
         let route = Route::of(request.method(), request.uri().path());
+        if request.headers().contains_key(header::UPGRADE) {
+            // A WebSocket (Codex asks for one on `GET /v1/responses`): an upgraded
+            // connection is not carried, and what went over it would pass unchecked.
+            // 426 makes the client fall back to plain HTTP at once; forwarded without its
+            // `upgrade`, the upstream's answer to a plain GET decided (Codex 0.169 falls
+            // back at once on a 426, after seven retries on a 404 or 405, not on a 400).
+            // In the shape of the API the path belongs to, whatever the method.
+            let shape = Route::of(&http::Method::POST, request.uri().path());
+            return self.refuse(
+                shape.unwrap_or(Route::OpenAiChat),
+                Refusal {
+                    status: StatusCode::UPGRADE_REQUIRED,
+                    reason: "upgrade",
+                    message: "cutpoint proxy: connection upgrades (WebSocket) are not proxied; send the request over plain HTTP".to_owned(),
+                },
+            );
+        }
         let (parts, body) = request.into_parts();
         let Some(route) = route else {
             tracing::debug!(method = %parts.method, path = parts.uri.path(), "passed through");

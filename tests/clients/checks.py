@@ -81,6 +81,29 @@ def pairing_anthropic(body: dict) -> list[str]:
     return errs
 
 
+def merged_anthropic(body: dict) -> dict:
+    """The request as the Messages API reads it: consecutive messages of one role merged into
+    one turn, their content blocks in order (a string content as one text block). A client
+    merges them itself before sending (Claude Code does); a proxy that writes a summary as a
+    user message of its own next to a user turn leaves that to the API."""
+    merged: list[dict] = []
+    for m in body.get("messages") or []:
+        c = m.get("content")
+        blocks = [{"type": "text", "text": c}] if isinstance(c, str) else list(c) if isinstance(c, list) else []
+        if merged and merged[-1].get("role") == m.get("role"):
+            merged[-1]["content"] += blocks
+        else:
+            merged.append(dict(m, content=blocks))
+    return dict(body, messages=merged)
+
+
+def pairing_anthropic_merged(body: dict) -> list[str]:
+    """`pairing_anthropic` on `merged_anthropic(body)`: every rule but "two messages of one role
+    in a row", which the API's merge makes moot; a result that the merge puts after other
+    content, or out of the message right after its call, still fails."""
+    return pairing_anthropic(merged_anthropic(body))
+
+
 def pairing_responses(body: dict) -> list[str]:
     """Responses API input: every `function_call` / `custom_tool_call` is answered by exactly one
     output of its kind with its `call_id`, after it; no output answers a call not before it; call

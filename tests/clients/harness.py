@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import json
 import os
 import re
@@ -149,17 +150,18 @@ def install(cache: Path) -> dict[str, Path]:
     return bins
 
 
-def run_client(fmt: str, exe: Path, data: bytes, home: Path) -> tuple[int, str, list[dict]]:
+def run_client(fmt: str, exe: Path, data: bytes, home: Path, front=None) -> tuple[int, str, list[dict]]:
     """Place `data` where the client looks, resume it against a stand-in, return
-    (exit status, output, recorded requests)."""
+    (exit status, output, recorded requests). `front`, when given, is called with the
+    stand-in's URL and returns a context manager giving the URL the client is pointed at
+    instead (proxy_clients.py puts cutpoint-proxy there); the stand-in still records."""
     shutil.rmtree(home, ignore_errors=True)
     cwd = home / "work"
     cwd.mkdir(parents=True)
     sid = sessions.session_id(fmt, data)
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
             "NO_COLOR": "1"}
-    with Recorder() as rec:
-        url = f"http://127.0.0.1:{rec.port}"
+    with Recorder() as rec, (front or contextlib.nullcontext)(f"http://127.0.0.1:{rec.port}") as url:
         if fmt == "claude-code":
             d = home / ".claude/projects" / re.sub(r"[/.]", "-", str(cwd))
             d.mkdir(parents=True)

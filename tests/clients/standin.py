@@ -15,6 +15,7 @@ starts its own server on a free port.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -124,7 +125,7 @@ class Recorder:
                 except ValueError:
                     parsed = None
                 entry = {"t": time.monotonic(), "method": self.command, "path": self.path, "headers": dict(self.headers), "json": parsed,
-                         "raw_len": len(body)}
+                         "raw_len": len(body), "sha256": hashlib.sha256(body).hexdigest()}
                 with rec._lock:
                     rec.requests.append(entry)
                 return entry

@@ -21,6 +21,29 @@ def res(i):
     return {"type": "tool_result", "tool_use_id": i, "content": "ok"}
 
 
+class AnthropicMerged(unittest.TestCase):
+    """Consecutive same-role messages read as the API merges them."""
+
+    def test_a_summary_message_after_the_first_prompt_is_one_turn(self):
+        msgs = [{"role": "user", "content": "hi"}, {"role": "user", "content": [{"type": "text", "text": "summary"}]},
+                {"role": "assistant", "content": [use("a")]}, {"role": "user", "content": [res("a")]}]
+        self.assertEqual(checks.pairing_anthropic({"messages": msgs}), ["message 1: two user messages in a row"])
+        self.assertEqual(checks.pairing_anthropic_merged({"messages": msgs}), [])
+        self.assertEqual(len(checks.merged_anthropic({"messages": msgs})["messages"]), 3)
+
+    def test_the_merge_does_not_hide_a_result_cut_from_its_call(self):
+        # A text between a call and its result: merged, the result follows other content.
+        msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use("a")]},
+                {"role": "user", "content": "summary"}, {"role": "user", "content": [res("a")]}]
+        self.assertIn("message 2: tool_result after other content", checks.pairing_anthropic_merged({"messages": msgs}))
+        # An assistant message between them: not answered in the next message.
+        msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use("a")]},
+                {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}, {"role": "user", "content": [res("a")]}]
+        errs = checks.pairing_anthropic_merged({"messages": msgs})
+        self.assertIn("message 1: tool_use a not answered in message 2", errs)
+        self.assertIn("message 4: tool_result a answers no tool_use of message 3", errs)
+
+
 class Anthropic(unittest.TestCase):
     def ok(self, msgs):
         return checks.pairing_anthropic({"messages": msgs})

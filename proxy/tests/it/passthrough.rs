@@ -163,6 +163,42 @@ async fn other_paths_and_methods_pass_through_unread() {
     assert_eq!(received[1].body, "not json");
 }
 
+/// Codex 0.169 first asks for a WebSocket on `GET /v1/responses` (the real-client
+/// harness, `tests/clients/proxy_clients.py`). The proxy cannot carry an upgraded
+/// connection, and what went over one would bypass its checks; forwarded with its
+/// `upgrade` header stripped, it reached the upstream as a plain GET, whose answer
+/// decides whether Codex falls back to `POST /v1/responses` (426 at once; 404 or 405
+/// after seven retries; 400 not at all). So the proxy answers 426 itself, in OpenAI's
+/// shape, and forwards nothing.
+#[tokio::test]
+async fn a_websocket_upgrade_is_answered_426_and_not_forwarded() {
+    let upstream = StandIn::json("{}").await;
+    let proxy = Running::start(upstream.config()).await;
+    let req = http::Request::get(proxy.url("/v1/responses"))
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("authorization", "Bearer sk-test")
+        .body(http_body_util::Empty::<Bytes>::new())
+        .unwrap();
+    let got = whole(client().request(req).await.expect("the proxy answers")).await;
+    assert_eq!(got.status, 426);
+    assert_eq!(got.headers["x-cutpoint-refused"], "upgrade");
+    assert_eq!(got.json()["error"]["type"], "invalid_request_error");
+    assert!(upstream.received().is_empty());
+    // Without an upgrade the same path still passes through.
+    let got = whole(
+        client::<http_body_util::Empty<Bytes>>()
+            .get(proxy.url("/v1/responses/resp_1").parse().unwrap())
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(got.status, 200);
+    assert_eq!(upstream.received()[0].path, "/v1/responses/resp_1");
+}
+
 #[tokio::test]
 async fn an_upstream_base_path_prefixes_every_request() {
     let upstream = StandIn::json("{}").await;
