@@ -58,7 +58,9 @@ fn is_compact_boundary(line: &str) -> bool {
         })
 }
 
-fn claude_code(line: &str) -> Option<u64> {
+/// The `message.usage` of a Claude Code line, and whether the line is an assistant
+/// record. **O(len)** of the line; a line that does not mention `usage` is not parsed.
+fn claude_code_usage(line: &str) -> Option<(bool, AnthropicUsage)> {
     #[derive(Deserialize)]
     struct Line {
         #[serde(rename = "type")]
@@ -67,33 +69,23 @@ fn claude_code(line: &str) -> Option<u64> {
     }
     #[derive(Deserialize)]
     struct Msg {
-        usage: Option<Usage>,
-    }
-    #[derive(Deserialize)]
-    struct Usage {
-        #[serde(default)]
-        input_tokens: u64,
-        #[serde(default)]
-        cache_creation_input_tokens: u64,
-        #[serde(default)]
-        cache_read_input_tokens: u64,
-        #[serde(default)]
-        output_tokens: u64,
+        usage: Option<AnthropicUsage>,
     }
     if !line.contains("\"usage\"") {
         return None;
     }
     let parsed: Line = serde_json::from_str(line).ok()?;
-    if parsed.kind.as_deref() != Some("assistant") {
-        return None;
+    let assistant = parsed.kind.as_deref() == Some("assistant");
+    Some((assistant, parsed.message?.usage?))
+}
+
+/// The context a Claude Code assistant record reports: its input (cached included)
+/// and output tokens.
+fn claude_code(line: &str) -> Option<u64> {
+    match claude_code_usage(line)? {
+        (true, u) => Some(u.input().saturating_add(u.output_tokens)),
+        (false, _) => None,
     }
-    let u = parsed.message?.usage?;
-    Some(
-        u.input_tokens
-            .saturating_add(u.cache_creation_input_tokens)
-            .saturating_add(u.cache_read_input_tokens)
-            .saturating_add(u.output_tokens),
-    )
 }
 
 /// The `last_token_usage` of a Codex `token_count` line, and whether the line is an
@@ -324,6 +316,7 @@ fn is_model_output(m: &Message) -> bool {
     m.follows_reasoning() || matches!(m.blocks.first(), Some((Block::Reasoning, _)))
 }
 
+/// Anthropic's `usage` counts (absent fields are 0).
 #[derive(Deserialize)]
 struct AnthropicUsage {
     #[serde(default)]
@@ -332,26 +325,22 @@ struct AnthropicUsage {
     cache_creation_input_tokens: u64,
     #[serde(default)]
     cache_read_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
 }
 
+impl AnthropicUsage {
+    /// The input the provider counted, cached and cache-written included. **O(1)**.
+    fn input(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// The input a Claude Code line's `message.usage` reports, on any line.
 fn claude_code_input(line: &str) -> Option<u64> {
-    #[derive(Deserialize)]
-    struct Line {
-        message: Option<Msg>,
-    }
-    #[derive(Deserialize)]
-    struct Msg {
-        usage: Option<AnthropicUsage>,
-    }
-    if !line.contains("\"usage\"") {
-        return None;
-    }
-    let u = serde_json::from_str::<Line>(line).ok()?.message?.usage?;
-    Some(
-        u.input_tokens
-            .saturating_add(u.cache_creation_input_tokens)
-            .saturating_add(u.cache_read_input_tokens),
-    )
+    Some(claude_code_usage(line)?.1.input())
 }
 
 fn gemini_cli_input(element: &str) -> Option<u64> {
