@@ -280,23 +280,15 @@ fn tokens(text: &str, format: Format) -> u64 {
     read(text, format).live_tokens()
 }
 
+/// One run of `pipeline` on `text` (`one_path`'s): the output, and whether it met the
+/// budget.
 fn run(
     text: &str,
     format: Format,
     pipeline: &cutpoint::compact::pipeline::Pipeline,
 ) -> (String, bool) {
-    let t = read(text, format);
-    let done = format::edit::run(
-        &t,
-        text,
-        pipeline,
-        0,
-        &mut Progress::new(),
-        &mut LedgerOnly,
-        &ByteEstimate,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    (done.text, done.report.met_budget())
+    let (out, met, _) = crate::one_path::run(format.name(), text, format, pipeline);
+    (out, met)
 }
 
 #[test]

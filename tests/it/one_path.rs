@@ -99,7 +99,12 @@ fn rule_names(v: &[format::RuleViolation]) -> BTreeSet<&'static str> {
 }
 
 /// One run of `pipeline` on `text`: the output text, and whether it met the budget.
-fn run(case: &str, text: &str, format: Format, pipeline: &Pipeline) -> (String, bool, usize) {
+pub(crate) fn run(
+    case: &str,
+    text: &str,
+    format: Format,
+    pipeline: &Pipeline,
+) -> (String, bool, usize) {
     let t = format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{case}: {e}"));
     let done = format::edit::run(
         &t,
