@@ -142,20 +142,29 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         }
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
-    let text = if args.strategy.keep_thinking_valid && !done.invalidated.is_empty() {
-        match loaded.keep_thinking_valid(&done.summary.text) {
-            Ok(text) => text,
-            Err(e @ EditError::ThinkingBound { .. }) => {
-                eprintln!("cutpoint: {name}: {e}");
-                return ExitCode::from(exit::DEFER);
+    let (text, simple) =
+        if !args.strategy.allow_invalidated_thinking && !done.invalidated.is_empty() {
+            match loaded.keep_thinking_valid(
+                &done.summary.text,
+                args.keep_head,
+                args.summary.as_deref(),
+            ) {
+                Ok((text, simple)) => (text, simple),
+                Err(e @ EditError::ThinkingBound { .. }) => {
+                    eprintln!("cutpoint: {name}: {e}");
+                    return ExitCode::from(exit::DEFER);
+                }
+                Err(e) => return exit::bad_input(&format!("{name}: {e}")),
             }
-            Err(e) => return exit::bad_input(&format!("{name}: {e}")),
-        }
+        } else {
+            crate::strategy::warn_invalidated(&done.invalidated);
+            (done.summary.text, false)
+        };
+    if simple {
+        crate::strategy::note_simple();
     } else {
-        crate::strategy::warn_invalidated(&done.invalidated);
-        done.summary.text
-    };
-    eprintln!("cutpoint: {}", done.done);
+        eprintln!("cutpoint: {}", done.done);
+    }
     // A closed stdout (`| head`) is not worth a panic.
     let _ = io::stdout().lock().write_all(text.as_bytes());
     ExitCode::SUCCESS

@@ -77,12 +77,19 @@ pub(crate) struct StrategyArgs {
     #[arg(long, value_name = "N", requires = "context_window")]
     max_output: Option<u64>,
     /// Keep every thinking block and reasoning item valid for its provider's prefix
-    /// binding (Anthropic preserved thinking, OpenAI reasoning items): strip those
-    /// whose prefix the compaction changed; exit 3 when that would take the current
-    /// turn's or the latest assistant message's thinking. With --target or a
-    /// strategy.
-    #[arg(long)]
+    /// binding (Anthropic preserved thinking, OpenAI reasoning items), the default:
+    /// strip those whose prefix the compaction changed; where that would take the
+    /// current turn's or the latest assistant message's thinking, write a simple
+    /// compaction instead (the whole history in one summary, the next instruction
+    /// kept); exit 3 when a call is still in flight. With --target or a strategy.
+    #[arg(long, conflicts_with = "allow_invalidated_thinking")]
     pub(crate) keep_thinking_valid: bool,
+    /// Write the output as the compaction made it, even where it invalidates
+    /// thinking bound to its prefix (for a caller that sends it with Anthropic's
+    /// `drop_block`, or to a provider that does not check): a warning on stderr says
+    /// how many blocks.
+    #[arg(long)]
+    pub(crate) allow_invalidated_thinking: bool,
     /// Print a JSON report of each step on stderr.
     #[arg(long, requires = "strategy")]
     report: bool,
@@ -104,7 +111,8 @@ impl StrategyArgs {
         });
         s.keep_turns = self.keep_turns;
         s.preset = self.preset;
-        s.keep_thinking_valid = self.keep_thinking_valid;
+        // On unless the caller allows invalidated thinking (the flag says the default).
+        s.keep_thinking_valid = self.keep_thinking_valid || !self.allow_invalidated_thinking;
         s
     }
 }
@@ -143,7 +151,7 @@ pub(crate) fn run(
         &mut prose,
         &ByteEstimate,
     ) {
-        Ok(done) => finish(args, &done.report, &done.invalidated, || {
+        Ok(done) => finish(args, &done.report, &done.invalidated, done.simple, || {
             let mut out = io::stdout().lock();
             // A closed stdout (`| head`) is not worth a panic.
             let _ = out.write_all(done.text.as_bytes());
@@ -167,6 +175,7 @@ fn finish(
     args: &StrategyArgs,
     report: &PipelineReport,
     invalidated: &[Invalidated],
+    simple: bool,
     print: impl FnOnce(),
 ) -> ExitCode {
     if report.was_within_budget() {
@@ -191,6 +200,9 @@ fn finish(
         print();
         return ExitCode::SUCCESS;
     }
+    if simple {
+        note_simple();
+    }
     if args.report {
         let mut err = io::stderr().lock();
         for step in &report.steps {
@@ -205,6 +217,7 @@ fn finish(
                 "tokens_after": report.tokens_after,
                 "met_budget": report.met_budget(),
                 "invalidated_thinking": invalidated.len(),
+                "simple_compaction": simple,
             })
         );
     } else {
@@ -247,6 +260,13 @@ fn finish(
     ExitCode::from(exit::DEFER)
 }
 
+/// Says on stderr that the output is a simple compaction, and why.
+pub(crate) fn note_simple() {
+    eprintln!(
+        "cutpoint: the compaction would have changed the prefix of thinking that must go back as it was (the current turn's, or the latest assistant message's), so the output is a simple compaction instead: the whole history past the pinned head in one summary, every call in its ledger, the next instruction kept if the log ends on one (--allow-invalidated-thinking writes the compaction as it was)"
+    );
+}
+
 /// Says on stderr that a printed output invalidates thinking or reasoning bound to
 /// its prefix, naming the first such block. Nothing when there is none.
 pub(crate) fn warn_invalidated(invalidated: &[Invalidated]) {
@@ -254,7 +274,7 @@ pub(crate) fn warn_invalidated(invalidated: &[Invalidated]) {
         return;
     };
     eprintln!(
-        "cutpoint: warning: the output invalidates {} thinking block(s) or reasoning item(s) bound to their prefix (the first on line {}, message {}{}): the provider refuses them or drops them; --keep-thinking-valid strips them",
+        "cutpoint: warning: the output invalidates {} thinking block(s) or reasoning item(s) bound to their prefix (the first on line {}, message {}{}): the provider refuses them or drops them (written so because of --allow-invalidated-thinking)",
         invalidated.len(),
         first.line,
         first.message,

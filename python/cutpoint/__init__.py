@@ -223,7 +223,17 @@ class Compaction:
             output invalidates for their provider's prefix binding (Anthropic
             preserved thinking, OpenAI reasoning items): the provider refuses them
             or drops them. 0 when nothing changed, and with
-            ``keep_thinking_valid=True``, which strips them.
+            ``keep_thinking_valid`` (the default), which strips them.
+        simple_compaction: whether keep_thinking_valid wrote a simple compaction
+            instead of what the strategy made (its edits changed the prefix of
+            thinking that must go back as it was: the current turn's, the latest
+            assistant message's): the whole history past the pinned head in one
+            summary, every call in its ledger, the next instruction kept when the
+            log ends on one. ``head``, ``cut``, ``ledger`` and ``summary`` are then
+            ``None`` / ``[]``: the summary is in ``messages``.
+        thinking_stripped: (``"summarize"``) whether keep_thinking_valid stripped
+            thinking the summary invalidated from the retained messages (so they
+            are not the input's own objects).
     """
 
     messages: Any
@@ -241,6 +251,8 @@ class Compaction:
     ledger: List[LedgerEntry] = field(default_factory=list)
     summary: Optional[Dict[str, Any]] = None
     invalidated_thinking: int = 0
+    simple_compaction: bool = False
+    thinking_stripped: bool = False
 
 
 def _unchanged(log: LogLike) -> Any:
@@ -259,10 +271,11 @@ def _rebuild(log: LogLike, fmt: str, result: Dict[str, Any]) -> Any:
         return text
     if fmt == "records":
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    if isinstance(log, Mapping) or result["summary"] is None:
+    if isinstance(log, Mapping) or result["summary"] is None or result["thinking_stripped"]:
         return json.loads(text)
-    # The rewrite keeps the head verbatim and the retained messages byte-identical,
-    # so the input's own objects stand for them; only the summary is new.
+    # The rewrite keeps the head verbatim and the retained messages byte-identical
+    # (unless keep_thinking_valid stripped thinking from them: read back above), so
+    # the input's own objects stand for them; only the summary is new.
     items = list(log)
     return items[: result["head"]] + [json.loads(result["summary"])] + items[result["cut"] :]
 
@@ -291,6 +304,8 @@ def compact_report(
         steps=result["steps"],
         rounds=result["rounds"],
         invalidated_thinking=result["invalidated_thinking"],
+        simple_compaction=result["simple_compaction"],
+        thinking_stripped=result["thinking_stripped"],
     )
     if not result["changed"]:
         return Compaction(
@@ -352,6 +367,7 @@ def compact(
             "Earlier conversation, compacted.", none for records); the ledger always
             follows it.
         direction: ``"back"`` or ``"forward"``, overriding the default above.
+        keep_thinking_valid: as for the other strategies (below); default ``True``.
 
     Options of the other strategies (every one takes the first five, and ``keep_thinking_valid``):
         budget: the tokens the log should fit in; the strategy stops once it does
@@ -372,12 +388,16 @@ def compact(
             ``"aggressive"``.
         summary: (pipeline) the prose of the summarize stages' summaries (their
             ledger is kept either way).
-        keep_thinking_valid: ``True`` to keep every thinking block and reasoning
-            item of a provider transcript valid for preserved thinking's prefix
-            binding: those the rewrite invalidates are stripped, and a rewrite that
-            would change the prefix of the current turn's or the latest assistant
-            message's thinking raises ``CutpointError`` (the CLI's
-            ``--keep-thinking-valid``, exit 3). Default ``False``.
+        keep_thinking_valid: keep every thinking block and reasoning item of a
+            provider transcript valid for preserved thinking's prefix binding
+            (default ``True``, as the CLI): those the rewrite invalidates are
+            stripped; where that would take the current turn's or the latest
+            assistant message's thinking, the result is a simple compaction
+            (``Compaction.simple_compaction``); where no simple compaction can
+            help either (a call still in flight), ``DeferError`` with reason
+            ``"thinking_bound"`` (the CLI's exit 3). ``False`` writes what the
+            strategy made and counts what it invalidates (``invalidated_thinking``;
+            the CLI's ``--allow-invalidated-thinking``).
 
     ``token_counter`` counts the input's content blocks; the text a strategy writes
     (placeholders, ledgers, summaries) is counted by it where cutpoint knows the text

@@ -50,8 +50,14 @@ class DeferError(CutpointError):
 
     Facts:
         reason: ``"no_legal_cut"`` (every cut in the window would split a pair or a
-            call still in flight) or ``"head_open"`` (the pinned head does not end at a
-            legal cut yet).
+            call still in flight), ``"head_open"`` (the pinned head does not end at a
+            legal cut yet) or ``"thinking_bound"`` (keep_thinking_valid: the
+            compaction would change the prefix of the current turn's or the latest
+            assistant message's thinking, and no simple compaction keeps it valid,
+            because a call is still in flight or a kept item stands between;
+            ``message_index`` and ``line`` name it).
+        message_index, line: the message of the output, and its 1-based line,
+            whose thinking is bound (``thinking_bound``).
         target_tokens, lookback_tokens: what was asked (``no_legal_cut``).
         target_index, floor: the highest and lowest cut searched (``no_legal_cut``).
         nearest_legal_below: the nearest legal cut below ``floor``, if any.
@@ -73,6 +79,8 @@ class DeferError(CutpointError):
         "nearest_legal_above",
         "waiting_on",
         "keep_head",
+        "message_index",
+        "line",
     )
 
     def __init__(self, message: str, **facts: Any) -> None:

@@ -368,6 +368,27 @@ pub(crate) fn rewrite(py: Python<'_>, e: &RewriteError) -> PyErr {
     }
 }
 
+/// The error of a transcript rewrite: `DeferError` with reason `thinking_bound` for
+/// keep-thinking-valid's refusal (the CLI's exit 3), a refused record as
+/// `AppendError`, `CutpointError` otherwise. **O(1)**.
+pub(crate) fn edit(py: Python<'_>, e: &cutpoint::format::edit::EditError) -> PyErr {
+    use cutpoint::format::edit::EditError;
+    match e {
+        EditError::ThinkingBound { message, line, .. } => raise(
+            py,
+            "DeferError",
+            e.to_string(),
+            &[
+                ("reason", "thinking_bound".into()),
+                ("message_index", (*message).into()),
+                ("line", (*line).into()),
+            ],
+        ),
+        EditError::Tracker(a) => append(py, a),
+        other => cutpoint(py, other.to_string()),
+    }
+}
+
 /// A plain `CutpointError` with `message`. **O(1)**.
 pub(crate) fn cutpoint(py: Python<'_>, message: String) -> PyErr {
     raise(py, "CutpointError", message, &[])

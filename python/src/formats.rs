@@ -294,14 +294,16 @@ struct Summarize {
     summary: Option<String>,
     /// Which way to move from the target.
     direction: Option<Direction>,
+    /// Keep thinking valid for its provider's prefix binding (the CLI's default; its
+    /// `--allow-invalidated-thinking` is `False`).
+    keep_thinking_valid: bool,
 }
 
-/// The summary's prose on the provider formats when the caller gives none (as
-/// [`Loaded::summarize`] writes it).
-const DEFAULT_SUMMARY: &str = "Earlier conversation, compacted.";
+use cutpoint::format::loaded::DEFAULT_SUMMARY;
 
 /// The options `summarize` takes, for the error that names an unknown one.
-const SUMMARIZE_OPTIONS: &str = "budget, target, lookback, keep_head, summary, direction";
+const SUMMARIZE_OPTIONS: &str =
+    "budget, target, lookback, keep_head, summary, direction, keep_thinking_valid";
 
 impl Summarize {
     /// Reads the options from `options` (`None` values are unset). **O(options)**.
@@ -313,6 +315,7 @@ impl Summarize {
             keep_head: 0,
             summary: None,
             direction: None,
+            keep_thinking_valid: true,
         };
         let Some(options) = options else {
             return Ok(out);
@@ -328,6 +331,15 @@ impl Summarize {
                 "lookback" => out.lookback = Some(value.extract()?),
                 "keep_head" => out.keep_head = value.extract()?,
                 "summary" => out.summary = Some(value.extract()?),
+                "keep_thinking_valid" => {
+                    if !value.is_instance_of::<pyo3::types::PyBool>() {
+                        return Err(PyTypeError::new_err(format!(
+                            "keep_thinking_valid must be a bool, not {}",
+                            value.get_type().name()?
+                        )));
+                    }
+                    out.keep_thinking_valid = value.extract()?;
+                }
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {
@@ -396,6 +408,13 @@ struct Outcome {
     /// How many thinking blocks and reasoning items the output invalidates for their
     /// provider's prefix binding (`format::Summarized::invalidated`).
     invalidated: usize,
+    /// Whether the text is a simple compaction (keep-thinking-valid's way out): then
+    /// `head`, `cut`, `ledger` and `summary` describe the summary it replaced, not
+    /// the text, and are left out.
+    simple: bool,
+    /// Whether keep-thinking-valid stripped thinking from the retained messages (so
+    /// they are not the input's bytes: Python reads the text back whole).
+    stripped: bool,
 }
 
 impl Outcome {
@@ -410,6 +429,8 @@ impl Outcome {
             ledger: Vec::new(),
             summary: None,
             invalidated: 0,
+            simple: false,
+            stripped: false,
         }
     }
 }
@@ -604,10 +625,33 @@ fn summarize(
                 summary,
                 text: Some(done.text),
                 invalidated,
+                simple: false,
+                stripped: false,
             },
         }))
     })?;
-    Ok(best.map_or_else(|| Outcome::unchanged(before), |b| b.value))
+    let Some(best) = best else {
+        return Ok(Outcome::unchanged(before));
+    };
+    let mut outcome = best.value;
+    if opts.keep_thinking_valid && outcome.invalidated > 0 {
+        // The CLI's default on a summary at a target: the same code
+        // (`Loaded::keep_thinking_valid`), the same refusal.
+        let text = outcome.text.take().unwrap_or_default();
+        let (text, simple) = loaded
+            .keep_thinking_valid(&text, opts.keep_head, opts.summary.as_deref())
+            .map_err(|e| errors::edit(py, &e))?;
+        outcome.tokens_after = live_tokens(&read(py, &text, format, counter)?);
+        outcome.stripped = !simple;
+        outcome.text = Some(text);
+        outcome.invalidated = 0;
+        if simple {
+            outcome.simple = true;
+            outcome.ledger.clear();
+            outcome.summary = None;
+        }
+    }
+    Ok(outcome)
 }
 
 /// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a
@@ -653,8 +697,6 @@ pub(crate) fn compact<'py>(
             )?;
             dict.set_item("steps", PyList::empty(py))?;
             dict.set_item("rounds", 1)?;
-            dict.set_item("head", outcome.head)?;
-            dict.set_item("cut", outcome.cut)?;
             dict.set_item("summarized_tokens", outcome.summarized_tokens)?;
             let ledger = PyList::empty(py);
             for unit in &outcome.ledger {
@@ -667,8 +709,13 @@ pub(crate) fn compact<'py>(
                 ledger.append(u)?;
             }
             dict.set_item("ledger", ledger)?;
+            let simple = outcome.simple;
+            dict.set_item("head", if simple { None } else { Some(outcome.head) })?;
+            dict.set_item("cut", if simple { None } else { Some(outcome.cut) })?;
             dict.set_item("summary", outcome.summary)?;
             dict.set_item("invalidated_thinking", outcome.invalidated)?;
+            dict.set_item("simple_compaction", simple)?;
+            dict.set_item("thinking_stripped", outcome.stripped)?;
         }
         Strategy::Pipeline(choice) => {
             let opts = Options::from_dict(choice, options.as_ref())?;
@@ -691,6 +738,8 @@ pub(crate) fn compact<'py>(
             dict.set_item("ledger", PyList::empty(py))?;
             dict.set_item("summary", py.None())?;
             dict.set_item("invalidated_thinking", ran.invalidated)?;
+            dict.set_item("simple_compaction", ran.simple)?;
+            dict.set_item("thinking_stripped", false)?;
         }
     }
     Ok(dict)

@@ -123,7 +123,11 @@ impl Options {
     /// `TypeError` for an option `choice` does not take, a missing budget for a
     /// pipeline, or a value of the wrong type; `ValueError` for a bad value.
     pub(crate) fn from_dict(choice: Choice, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let mut out = Options::default();
+        // Keep-thinking-valid is on by default, as in the CLI and the library.
+        let mut out = Options {
+            keep_thinking_valid: true,
+            ..Options::default()
+        };
         for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
             let key: String = key.extract()?;
             if !options_of(choice).contains(&key.as_str()) {
@@ -254,6 +258,8 @@ pub(crate) struct Ran {
     /// How many thinking blocks and reasoning items the output invalidates for their
     /// provider's prefix binding (`format::edit::Compacted::invalidated`).
     pub(crate) invalidated: usize,
+    /// Whether the output is a simple compaction (`format::edit::Compacted::simple`).
+    pub(crate) simple: bool,
 }
 
 impl Ran {
@@ -313,7 +319,7 @@ pub(crate) fn run(
         counter.get(),
     );
     counter.take_error()?;
-    let done = done.map_err(|e| errors::cutpoint(py, e.to_string()))?;
+    let done = done.map_err(|e| errors::edit(py, &e))?;
     let tokens_before = loaded.live_tokens();
     let edited = edited(&done.report);
     Ok(Ran {
@@ -328,6 +334,7 @@ pub(crate) fn run(
         report: done.report,
         rounds: done.rounds,
         invalidated: if edited { done.invalidated.len() } else { 0 },
+        simple: done.simple,
     })
 }
 

@@ -66,8 +66,14 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
         for k, v in extra.items():
             args += [f"--{k.replace('_', '-')}", str(v)]
         done = subprocess.run(args + [str(path)], capture_output=True)
-        report = cutpoint.compact_report(text, strategy=strategy, budget=budget, **extra)
         case = f"{name} {strategy} {extra} at {budget}"
+        try:
+            report = cutpoint.compact_report(text, strategy=strategy, budget=budget, **extra)
+        except cutpoint.DeferError as e:
+            # Keep-thinking-valid refuses (a call in flight): the CLI's exit 3.
+            assert e.reason == "thinking_bound", f"{case}: {e}"
+            assert done.returncode == 3 and b"cannot be stripped" in done.stderr, f"{case}: {done.stderr!r}"
+            continue
         if done.returncode == 0:
             assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
             out = report.messages
@@ -250,8 +256,9 @@ def test_a_records_target_in_the_first_record_defers_as_in_the_cli(tmp_path: Pat
     assert f"cutpoint: deferred: {e.value}" == done.stderr.strip()
 
 
-# `keep_thinking_valid=True` is the CLI's `--keep-thinking-valid`: the same bytes where
-# the CLI writes, and a CutpointError with the CLI's reason where it exits 3.
+# `keep_thinking_valid=True` (the default) is the CLI's `--keep-thinking-valid` (its
+# default): the same bytes where the CLI writes, and a DeferError with the CLI's reason
+# where it exits 3.
 THINKING = [
     "claude-code__spotter__4d5611e5-main.jsonl",
     "codex__localpush__rollout-12-41-04-parallel7.jsonl",
@@ -275,15 +282,20 @@ def test_keep_thinking_valid_is_the_clis(name: str) -> None:
             case = f"{name} {strategy} at {percent}%"
             try:
                 out = cutpoint.compact(text, strategy=strategy, budget=budget, keep_thinking_valid=True, **extra)
-            except cutpoint.CutpointError as e:
+                default = cutpoint.compact(text, strategy=strategy, budget=budget, **extra)
+            except cutpoint.DeferError as e:
+                assert e.reason == "thinking_bound", case
                 assert done.returncode == 3, f"{case}: Python raised, the CLI did not: {e}"
                 assert "cannot be stripped" in str(e) and "cannot be stripped" in done.stderr.decode(), case
                 outcomes.add("refused")
                 continue
             assert done.returncode in (0, 3), f"{case}: {done.stderr!r}"
+            assert default == out, f"{case}: the default is not keep_thinking_valid"
             if done.returncode == 0:
                 assert out.encode() == done.stdout, f"{case}: different bytes"
-                outcomes.add("written")
+                report = cutpoint.compact_report(text, strategy=strategy, budget=budget, **extra)
+                assert report.simple_compaction == ("simple compaction instead" in done.stderr.decode()), case
+                outcomes.add("simple" if report.simple_compaction else "written")
             else:
                 assert "cannot be stripped" not in done.stderr.decode(), f"{case}: the CLI refused, Python did not"
     assert outcomes, name
@@ -302,9 +314,10 @@ def warned_count(stderr: str) -> int:
 
 @pytest.mark.parametrize("name", THINKING)
 def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
-    """Without keep_thinking_valid, an output that invalidates thinking says how many
-    blocks, in Python (`invalidated_thinking`) as in the CLI (its warning and the
-    `--report` line), and with it the count is 0."""
+    """With keep_thinking_valid off (the CLI's `--allow-invalidated-thinking`), an
+    output that invalidates thinking says how many blocks, in Python
+    (`invalidated_thinking`) as in the CLI (its warning and the `--report` line), and
+    with it (the default) the count is 0."""
     path = TRANSCRIPTS / name
     text = path.read_text()
     stats = subprocess.run([str(cli()), "stats", "--json", str(path)], capture_output=True, text=True)
@@ -313,11 +326,11 @@ def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
     for strategy in ("digest", "pipeline"):
         for percent in (70, 40):
             budget = max(1, live * percent // 100)
-            args = [str(cli()), "compact", "--strategy", strategy, "--budget", str(budget), "--report", str(path)]
-            done = subprocess.run(args, capture_output=True, text=True)
+            args = [str(cli()), "compact", "--strategy", strategy, "--budget", str(budget), "--report"]
+            done = subprocess.run(args + ["--allow-invalidated-thinking", str(path)], capture_output=True, text=True)
             if done.returncode != 0:
                 continue
-            report = cutpoint.compact_report(text, strategy=strategy, budget=budget)
+            report = cutpoint.compact_report(text, strategy=strategy, budget=budget, keep_thinking_valid=False)
             last = json.loads(done.stderr.strip().splitlines()[-1 if not warned_count(done.stderr) else -2])
             assert report.invalidated_thinking == last["invalidated_thinking"] == warned_count(done.stderr), (
                 f"{name} {strategy} at {percent}%"
@@ -325,16 +338,30 @@ def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
             seen += report.invalidated_thinking
             if report.invalidated_thinking:
                 try:
-                    kept = cutpoint.compact_report(text, strategy=strategy, budget=budget, keep_thinking_valid=True)
-                except cutpoint.CutpointError as e:
+                    kept = cutpoint.compact_report(text, strategy=strategy, budget=budget)
+                except cutpoint.DeferError as e:
                     assert "cannot be stripped" in str(e)
                 else:
                     assert kept.invalidated_thinking == 0
+                    kept_cli = subprocess.run(args + [str(path)], capture_output=True, text=True)
+                    if kept_cli.returncode == 0:
+                        last = [line for line in kept_cli.stderr.splitlines() if line.startswith("{")][-1]
+                        assert json.loads(last)["invalidated_thinking"] == 0
+                        assert json.loads(last)["simple_compaction"] == kept.simple_compaction
     # A summary at a target too.
     target = max(1, live * 60 // 100)
-    done = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True, text=True)
+    done = subprocess.run(
+        [str(cli()), "compact", "--target", str(target), "--allow-invalidated-thinking", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
-    report = cutpoint.compact_report(text, strategy="summarize", target=target)
+    report = cutpoint.compact_report(text, strategy="summarize", target=target, keep_thinking_valid=False)
     assert report.invalidated_thinking == warned_count(done.stderr)
     seen += report.invalidated_thinking
+    # And by default, the same bytes as the CLI's default, nothing invalid.
+    default = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True)
+    kept = cutpoint.compact_report(text, strategy="summarize", target=target)
+    assert kept.invalidated_thinking == 0 and warned_count(default.stderr.decode()) == 0
+    assert kept.messages.encode() == default.stdout, f"{name}: Python and the CLI differ at the target"
     assert seen > 0, f"{name}: no output invalidated thinking (the test cannot fail)"

@@ -225,7 +225,7 @@ impl Preset {
             stages,
             floors: Floors::none().keep_head(1).min_tool_groups(groups),
             budget: Some(budget),
-            keep_thinking_valid: false,
+            keep_thinking_valid: true,
         }
     }
 
@@ -244,7 +244,7 @@ impl fmt::Display for Preset {
 }
 
 /// Strategies in order, with floors and an input budget.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Debug)]
 #[non_exhaustive]
 pub struct Pipeline {
     /// The stages, gentlest first.
@@ -259,9 +259,29 @@ pub struct Pipeline {
     /// whose prefix the run changed are stripped, and a run that would change the
     /// prefix of the latest assistant message's thinking is refused
     /// ([`EditError::ThinkingBound`](crate::format::edit::EditError::ThinkingBound)).
-    /// Off by default for now (the output is written and `check --before` reports
-    /// `reasoning/prefix-changed`). A [`Log`] run ignores it.
+    /// On by default: a log without signed thinking or reasoning items has nothing it
+    /// applies to, and on one that has, an output the provider refuses (or whose
+    /// thinking it drops) is not what a compaction is for. Where stripping would take
+    /// the current turn's or the latest assistant message's thinking, the run writes
+    /// a simple compaction instead ([`Compacted::simple`](crate::format::edit::Compacted::simple)).
+    /// Off, the output is written as the stages made it, the invalidated blocks listed
+    /// ([`Compacted::invalidated`](crate::format::edit::Compacted::invalidated)) and
+    /// reported by `check --before` as `reasoning/prefix-changed` (for a caller that
+    /// sends it with Anthropic's `drop_block`). A [`Log`] run ignores it.
     pub keep_thinking_valid: bool,
+}
+
+impl Default for Pipeline {
+    /// No stages, no floors, no budget, [`keep_thinking_valid`](Pipeline::keep_thinking_valid)
+    /// on. **O(1)**.
+    fn default() -> Self {
+        Pipeline {
+            stages: Vec::new(),
+            floors: Floors::none(),
+            budget: None,
+            keep_thinking_valid: true,
+        }
+    }
 }
 
 /// What one stage of a run did.
@@ -400,7 +420,7 @@ impl Pipeline {
             stages: vec![Stage::new(strategy, trigger).target(target)],
             floors: Floors::none(),
             budget,
-            keep_thinking_valid: false,
+            keep_thinking_valid: true,
         }
     }
 
@@ -590,7 +610,7 @@ impl Choice {
 /// What a caller sets on a strategy or a pipeline, named as the CLI's flags and the
 /// Python binding's options name them; [`Settings::pipeline`] turns them into the
 /// [`Pipeline`] to run, so both front ends build the same one.
-#[derive(Clone, PartialEq, Debug, Default)]
+#[derive(Clone, PartialEq, Debug)]
 #[non_exhaustive]
 pub struct Settings {
     /// Tokens the log must fit in.
@@ -615,8 +635,28 @@ pub struct Settings {
     pub keep_turns: Option<usize>,
     /// The pipeline's preset (balanced by default).
     pub preset: Option<Preset>,
-    /// [`Pipeline::keep_thinking_valid`].
+    /// [`Pipeline::keep_thinking_valid`] (on by default).
     pub keep_thinking_valid: bool,
+}
+
+impl Default for Settings {
+    /// Every strategy's defaults, no budget, [`keep_thinking_valid`](Settings::keep_thinking_valid)
+    /// on. **O(1)**.
+    fn default() -> Self {
+        Settings {
+            budget: None,
+            context_window: None,
+            max_output: None,
+            keep_tool_uses: None,
+            clear_at_least: None,
+            exclude_tools: Vec::new(),
+            clear_inputs: None,
+            placeholder_tokens: None,
+            keep_turns: None,
+            preset: None,
+            keep_thinking_valid: true,
+        }
+    }
 }
 
 impl Settings {

@@ -32,7 +32,7 @@ use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, r
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
-    Blocked, CLEARED_RESULT_TEXT, LeftAlone, NoProgress, StepReport, Summarizer,
+    Blocked, CLEARED_RESULT_TEXT, Floors, LeftAlone, NoProgress, StepReport, Strategy, Summarizer,
 };
 use crate::compact::{Entry, Log, Payload, SummaryParts};
 use crate::compact::{Orphan, Unit};
@@ -88,6 +88,13 @@ pub struct Compacted {
     /// [`Pipeline::keep_thinking_valid`], which strips them, and when nothing was
     /// written; the CLI says so on stderr. **O(blocks)** to compute, once per run.
     pub invalidated: Vec<super::Invalidated>,
+    /// [`Pipeline::keep_thinking_valid`] could not keep the pipeline's output: its
+    /// edits changed the prefix of thinking that can be neither sent changed nor
+    /// stripped (the current turn's, the latest assistant message's), so the text is
+    /// a simple compaction of the input instead ([`simple_compaction`]): the whole
+    /// live history past the pinned head in one summary, the next instruction kept
+    /// after it. The report's steps are that one summary.
+    pub simple: bool,
 }
 
 /// The most rounds [`run`] makes to bring a written output under its budget.
@@ -164,6 +171,7 @@ pub fn run(
             report: PipelineReport::within_budget(live, pipeline.budget),
             rounds: 0,
             invalidated: Vec::new(),
+            simple: false,
         });
     }
     let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
@@ -228,13 +236,20 @@ pub fn run(
             report,
             rounds,
             invalidated: Vec::new(),
+            simple: false,
         });
     }
+    let mut simple = false;
     if pipeline.keep_thinking_valid {
-        let (out, out_back, step) = keep_valid(t, text, back, counter)?;
-        (text, back) = (out, out_back);
+        let head = (keep_head, pipeline.floors.keep_head);
+        let valid = keep_valid(t, input, head, text, back, summarizer, counter)?;
+        (text, back, simple) = (valid.text, valid.back, valid.simple);
         report.tokens_after = back.live_tokens();
-        report.steps.extend(step.map(Step::Ran));
+        if simple {
+            // The pipeline's edits were not written: the report is the one summary.
+            report.steps.clear();
+        }
+        report.steps.extend(valid.step.map(Step::Ran));
     }
     let invalidated = super::invalidated_thinking(t, &back);
     Ok(Compacted {
@@ -242,32 +257,68 @@ pub fn run(
         report,
         rounds,
         invalidated,
+        simple,
     })
 }
 
-/// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t` (`back`, as read back
-/// with `counter`): the invalidated thinking stripped ([`keep_thinking_valid`]), then
-/// the refused server ids ([`strip_refused_ids`]); the text, as read back, and the
-/// `clear-thinking` step, if any. The one place both routes (a pipeline, a summary at
-/// a target) keep thinking valid. **O(len)** of the output.
+/// What [`keep_valid`] made of a rewrite.
+pub(crate) struct Valid {
+    /// The rewrite, its thinking valid.
+    pub(crate) text: String,
+    /// `text` as read back.
+    pub(crate) back: Transcript,
+    /// The step that made it valid: `clear-thinking` (invalidated thinking stripped),
+    /// or the one `summarize` of a simple compaction; `None` when it was valid.
+    pub(crate) step: Option<StepReport>,
+    /// Whether `text` is a simple compaction of the original ([`simple_compaction`])
+    /// instead of the rewrite.
+    pub(crate) simple: bool,
+}
+
+/// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t` (read from `input`;
+/// `back` is `text` as read back with `counter`): the invalidated thinking stripped
+/// ([`keep_thinking_valid`]) or, where that would take thinking that must go back as
+/// it was (the current turn's, the latest assistant message's), a simple compaction
+/// of `t` instead ([`simple_compaction`], its prose by `summarizer`; `head` pins
+/// messages of the live history and records of its log, as [`run`]'s `keep_head` and
+/// the pipeline's `floors.keep_head` do); then the refused server ids
+/// ([`strip_refused_ids`]). The one place both routes (a pipeline, a summary at a
+/// target) keep thinking valid. **O(len)** of the output, plus **O(len)** of `t` for a
+/// simple compaction.
 ///
 /// # Errors
-/// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
-/// message's thinking would go; an output that does not read back.
+/// [`EditError::ThinkingBound`] when neither keeps the thinking valid (a call still
+/// in flight: the end of the log is no legal cut, and the turn's thinking goes back
+/// with its result); an output that does not read back.
 pub(crate) fn keep_valid(
     t: &Transcript,
+    input: &str,
+    head: (usize, usize),
     mut text: String,
     mut back: Transcript,
+    summarizer: &mut dyn Summarizer,
     counter: &dyn TokenCounter,
-) -> Result<(String, Transcript, Option<StepReport>), EditError> {
+) -> Result<Valid, EditError> {
     let reread = |text: &str| {
         super::read(text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))
     };
     let mut step = None;
-    if let Some((out, s)) = keep_thinking_valid(t, &back, &text)? {
-        text = out;
-        back = reread(&text)?;
-        step = Some(s);
+    let mut simple = false;
+    match keep_thinking_valid(t, &back, &text) {
+        Ok(None) => {}
+        Ok(Some((out, s))) => {
+            text = out;
+            back = reread(&text)?;
+            step = Some(s);
+        }
+        Err(bound @ EditError::ThinkingBound { .. }) => {
+            let Some((out, out_back, s)) = simple_compaction(t, input, head, summarizer, counter)?
+            else {
+                return Err(bound);
+            };
+            (text, back, step, simple) = (out, out_back, Some(s), true);
+        }
+        Err(e) => return Err(e),
     }
     // Then the Responses items whose reasoning went (the run's, or the strip's): their
     // server `id` is refused, so it goes.
@@ -275,7 +326,67 @@ pub(crate) fn keep_valid(
         text = out;
         back = reread(&text)?;
     }
-    Ok((text, back, step))
+    Ok(Valid {
+        text,
+        back,
+        step,
+        simple,
+    })
+}
+
+/// Simple compaction, the way out of preserved thinking's prefix binding that
+/// Anthropic documents for a client-side compaction (and the shape of Codex's and
+/// Claude Code's own): the whole live history of `t` past the pinned head
+/// (`head.0` messages, `head.1` records, and a message a compaction boundary opens it
+/// with) becomes
+/// one summary, the pipeline's `summarize` stage with no floors but the next
+/// instruction: when the log ends on a user message that answers no call, that
+/// message is kept after the summary. So no thinking block or reasoning item is left
+/// after a changed prefix, and no call is lost (each is in the ledger). `None` when it
+/// would not help: nothing lies past the head, or what is kept still holds
+/// invalidated thinking (a call in flight keeps its turn, which is no legal cut; a
+/// kept item, such as a block that loaded a tool, stands between stretches). **O(len)**
+/// of `t` plus the summarizer.
+///
+/// # Errors
+/// An output that does not read back; the writer's errors.
+fn simple_compaction(
+    t: &Transcript,
+    input: &str,
+    (keep_head, head_records): (usize, usize),
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+) -> Result<Option<(String, Transcript, StepReport)>, EditError> {
+    let next_instruction = t.messages.last().is_some_and(|m| {
+        m.role == Role::User
+            && !m
+                .blocks
+                .iter()
+                .any(|(b, _)| matches!(b, Block::Result { .. }))
+    }) && t.messages.len() > t.live_from();
+    let summarize = Strategy::Summarize(crate::compact::strategy::Summarize::default());
+    let pipeline = Pipeline::one(summarize, None).floors(
+        Floors::none()
+            .keep_head(head_records)
+            .min_turns(usize::from(next_instruction)),
+    );
+    let (report, text) = round(
+        t,
+        input,
+        &pipeline,
+        keep_head,
+        &mut Progress::new(),
+        summarizer,
+    )?;
+    let Some(step) = report.ran().find(|r| !r.edits.is_empty()).cloned() else {
+        return Ok(None);
+    };
+    let back =
+        super::read(&text, t.format, counter).map_err(|e| EditError::Reread(e.to_string()))?;
+    let still = super::invalidated_thinking(t, &back)
+        .into_iter()
+        .any(|i| !i.server_id);
+    Ok((!still).then_some((text, back, step)))
 }
 
 /// [`Pipeline::keep_thinking_valid`] on `text`, a rewrite of `t`: strips the thinking
@@ -480,9 +591,10 @@ pub enum EditError {
     /// changed (the provider refuses it, or drops it with `drop_block`) nor stripped
     /// (the latest assistant message's thinking goes back as it was received; a turn
     /// still using tools sends its thinking back; an OpenAI item of the current turn
-    /// comes with its reasoning).
+    /// comes with its reasoning), and no simple compaction keeps it valid either (a
+    /// call still in flight keeps its turn; a kept item stands in the history).
     #[error(
-        "message {message} (line {line}): thinking of the current turn or the latest assistant message is bound to its prefix, which this compaction changes{}: its signature would no longer verify, and it cannot be stripped; compact once the turn has ended and summarize through its last message (simple compaction), or write it anyway (without keep-thinking-valid) and send it with drop_block",
+        "message {message} (line {line}): thinking of the current turn or the latest assistant message is bound to its prefix, which this compaction changes{}: its signature would no longer verify, it cannot be stripped, and no simple compaction keeps it (a call is still in flight, or a kept item stands between): compact once the call is answered, or write it anyway (--allow-invalidated-thinking; keep_thinking_valid off) and send it with drop_block",
         changed_at.map(|m| format!(" from message {m} on")).unwrap_or_default()
     )]
     ThinkingBound {

@@ -29,9 +29,12 @@ use super::{
     keep_recent_cut,
 };
 use crate::compact::pipeline::{Pipeline, Progress};
-use crate::compact::strategy::Summarizer;
+use crate::compact::strategy::{Prose, Summarizer, SummaryRequest};
 use crate::compact::{self, ApplyError, Entry, Log, Unit, Window, estimate_summary_tokens};
 use crate::{AppendError, CallId};
+
+/// The prose that heads a summary on the provider formats when the caller gives none.
+pub const DEFAULT_SUMMARY: &str = "Earlier conversation, compacted.";
 
 /// A log read in one format, as the jobs take it.
 #[derive(Clone, Debug)]
@@ -253,20 +256,40 @@ impl<'a> Loaded<'a> {
     /// other), with the thinking blocks and reasoning items it invalidates for their
     /// provider's prefix binding stripped and the refused server ids removed: what
     /// [`Pipeline::keep_thinking_valid`] does on the strategies' route, in the same
-    /// code. Records JSONL: the output as it is (no record is bound to its prefix).
-    /// **O(len)** of the output.
+    /// code. Where stripping would take the current turn's or the latest assistant
+    /// message's thinking, the output is a simple compaction of this log instead (the
+    /// whole live history past `keep_head` messages in one summary headed by
+    /// `summary`, the next instruction kept), and the second value says so. Records
+    /// JSONL: the output as it is (no record is bound to its prefix). **O(len)** of the
+    /// output.
     ///
     /// # Errors
-    /// [`EditError::ThinkingBound`] when the current turn's or the latest assistant
-    /// message's thinking would go (the caller defers); [`EditError::Reread`] when
-    /// `output` does not read as this log's format.
-    pub fn keep_thinking_valid(&self, output: &str) -> Result<String, EditError> {
-        let View::Transcript(t, _) = self.view() else {
-            return Ok(output.to_owned());
+    /// [`EditError::ThinkingBound`] when neither keeps the thinking valid (a call
+    /// still in flight: the caller defers); [`EditError::Reread`] when `output` does
+    /// not read as this log's format.
+    pub fn keep_thinking_valid(
+        &self,
+        output: &str,
+        keep_head: usize,
+        summary: Option<&str>,
+    ) -> Result<(String, bool), EditError> {
+        let View::Transcript(t, input) = self.view() else {
+            return Ok((output.to_owned(), false));
         };
         let back = super::read(output, t.format, &super::ByteEstimate)
             .map_err(|e| EditError::Reread(e.to_string()))?;
-        edit::keep_valid(t, output.to_owned(), back, &super::ByteEstimate).map(|(text, ..)| text)
+        let prose = summary.unwrap_or(DEFAULT_SUMMARY);
+        let mut summarizer = |_: &SummaryRequest<'_>| Prose::text(prose);
+        let valid = edit::keep_valid(
+            t,
+            input,
+            (keep_head, 0),
+            output.to_owned(),
+            back,
+            &mut summarizer,
+            &super::ByteEstimate,
+        )?;
+        Ok((valid.text, valid.simple))
     }
 
     /// Tokens of the live history (the whole log, for records JSONL: the records'
@@ -403,7 +426,7 @@ impl<'a> Loaded<'a> {
                 return summarize_records(log, &window, summary, summary_tokens);
             }
         };
-        let summary = summary.unwrap_or("Earlier conversation, compacted.");
+        let summary = summary.unwrap_or(DEFAULT_SUMMARY);
         let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
             let head = transcript.live_from().saturating_add(keep_head);
             return Ok(Summarized {
@@ -486,6 +509,7 @@ impl<'a> Loaded<'a> {
             report,
             rounds,
             invalidated: Vec::new(),
+            simple: false,
         })
     }
 

@@ -59,15 +59,17 @@ PREFIX = {"claude-code__": "claude-code", "codex__": "codex", "gemini-cli-sessio
 # it is, so a client's own limits on a fixture show apart from what a rewrite does.
 STRATEGIES = ["clear", "clear-thinking", "digest", "summarize", "slide", "truncate"]
 PRESETS = ["gentle", "balanced", "aggressive"]
-# `+keep-thinking-valid`: the same strategy with `--keep-thinking-valid` (the thinking the
-# rewrite invalidates stripped; exit 3 where that would take the current turn's).
-KEEP_THINKING = "+keep-thinking-valid"
-# `target+keep-thinking-valid`: one summary at the target with `--keep-thinking-valid`.
+# Every route keeps thinking valid (cutpoint's default: the thinking a rewrite invalidates
+# stripped, or a simple compaction where that would take the current turn's; exit 3 with a
+# call in flight). `+allow-invalidated-thinking`: the same strategy written as it made it
+# (`--allow-invalidated-thinking`, for a caller that sends it with `drop_block`).
+ALLOW = "+allow-invalidated-thinking"
+# `target+allow-invalidated-thinking`: one summary at the target, the same way.
 # `target+keep-head`: `--target` with the first message pinned (`--keep-head 1`): the head stays
 # live, the summary an ordinary user record after it.
 KEEP_HEAD = "+keep-head"
-ROUTES = (["original", "target", f"target{KEEP_HEAD}", f"target{KEEP_THINKING}"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
-          + [f"summarize{KEEP_THINKING}", f"pipeline:balanced{KEEP_THINKING}"])
+ROUTES = (["original", "target", f"target{KEEP_HEAD}", f"target{ALLOW}"] + STRATEGIES + [f"pipeline:{p}" for p in PRESETS]
+          + [f"summarize{ALLOW}", f"pipeline:balanced{ALLOW}"])
 # Sizes tried, as fractions of the file's tokens, first to last; the first that cutpoint can meet
 # (exit 0) and that changes the file is used. For --target it is the share compacted.
 BUDGETS = [0.4, 0.6, 0.8, 0.9]
@@ -239,16 +241,16 @@ def rewrite(bin_: Path, fmt: str, path: Path, route: str, total: int) -> tuple[b
             args, size = ["compact", "--format", fmt, "--target", str(n)], f"target {int(frac * 100)}%"
             if route.endswith(KEEP_HEAD):
                 args += ["--keep-head", "1"]
-            if route.endswith(KEEP_THINKING):
-                args += ["--keep-thinking-valid"]
+            if route.endswith(ALLOW):
+                args += ["--allow-invalidated-thinking"]
         else:
-            base, keep_thinking, _ = route.partition(KEEP_THINKING)
+            base, allow, _ = route.partition(ALLOW)
             strat, _, preset = base.partition(":")
             args = ["compact", "--format", fmt, "--strategy", strat, "--budget", str(n)]
             if preset:
                 args += ["--preset", preset]
-            if keep_thinking:
-                args += ["--keep-thinking-valid"]
+            if allow:
+                args += ["--allow-invalidated-thinking"]
             size = f"budget {int(frac * 100)}%"
         p = cutpoint(bin_, args, path)
         if p.returncode == 0 and p.stdout != original:

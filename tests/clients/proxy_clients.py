@@ -9,7 +9,7 @@ resumes the ORIGINAL file three times, with the stand-in recording what arrives:
 2. check: the client pointed at `cutpoint-proxy --mode check --upstream <stand-in>`;
 3. compact: the client pointed at `cutpoint-proxy --mode compact --budget N`, N a share
    (40%, else 60%, else 80%) of the control request's history tokens, the first at which
-   `cutpoint compact --strategy pipeline --keep-thinking-valid` rewrites that request (the
+   `cutpoint compact --strategy pipeline` (thinking kept valid, the default) rewrites that request (the
    proxy runs the same pipeline with the same estimate); at 40% when none does, and then
    the proxy must defer: forward the request byte for byte as the client sent it.
 
@@ -260,7 +260,7 @@ def budget_for(cutpoint: Path, fmt: str, body: dict, total: int, scratch: Path) 
     for share in SHARES:
         n = max(1, int(total * share))
         p = harness.cutpoint(cutpoint, ["compact", "--format", FORMATS[fmt], "--strategy", "pipeline", "--budget", str(n),
-                                        "--keep-thinking-valid"], scratch)
+                                        ], scratch)
         if p.returncode == 0 and p.stdout != scratch.read_bytes():
             return n, f"budget {int(share * 100)}% of {total}", ""
         last = f"exit {p.returncode}: {(p.stderr.decode().strip().splitlines() or [''])[-1][:160]}"

@@ -144,7 +144,7 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
     use cutpoint::compact::pipeline::{Pipeline, Progress};
     use cutpoint::compact::strategy::LedgerOnly;
     use cutpoint::format::edit::{EditError, run};
-    let mut rows: BTreeMap<String, [usize; 5]> = BTreeMap::new();
+    let mut rows: BTreeMap<String, [usize; 6]> = BTreeMap::new();
     for case in logs() {
         let t = case.read();
         let live = t.live_tokens();
@@ -164,7 +164,8 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
                         &ByteEstimate,
                     )
                 };
-                let plain = go(&pipeline).unwrap_or_else(|e| panic!("{label}: {e}"));
+                let plain = go(&pipeline.clone().keep_thinking_valid(false))
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
                 let plain_back = format::read(&plain.text, case.format, &ByteEstimate).unwrap();
                 let row = rows.entry(format!("{} {name}", case.format)).or_default();
                 row[0] += 1;
@@ -192,6 +193,7 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
                         if done.report.met_budget() {
                             row[2] += 1;
                         }
+                        row[5] += usize::from(done.simple);
                     }
                     Err(EditError::ThinkingBound { message, .. }) => {
                         // After it (in the plain output) no user text and no assistant
@@ -211,6 +213,11 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
                             in_turn || latest,
                             "{label}: message {message} is neither in the current turn nor the latest assistant message"
                         );
+                        // And no simple compaction could keep it valid either.
+                        assert!(
+                            crate::one_path::may_refuse(&t),
+                            "{label}: refused, though a simple compaction could keep the thinking valid"
+                        );
                         row[3] += 1;
                     }
                     Err(e) => panic!("{label}: {e}"),
@@ -224,10 +231,10 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
         "the runs without the setting invalidate blocks"
     );
     println!(
-        "| format, strategy | outputs | without: blocks invalidated | without: budget met | with: budget met | with: refused |"
+        "| format, strategy | outputs | without: blocks invalidated | without: budget met | with: budget met | with: simple compaction | with: refused |"
     );
-    for (name, [runs, without, met, refused, met_without]) in &rows {
-        println!("| {name} | {runs} | {without} | {met_without} | {met} | {refused} |");
+    for (name, [runs, without, met, refused, met_without, simple]) in &rows {
+        println!("| {name} | {runs} | {without} | {met_without} | {met} | {simple} | {refused} |");
     }
 }
 
@@ -276,7 +283,7 @@ fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
         )
         .unwrap()
     };
-    let plain = Pipeline::one(clear, Some(live / 2));
+    let plain = Pipeline::one(clear, Some(live / 2)).keep_thinking_valid(false);
     let without = run(&plain);
     let back = format::read(&without.text, f, &ByteEstimate).unwrap();
     assert!(

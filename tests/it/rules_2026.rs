@@ -408,6 +408,41 @@ fn thinking_removed_oldest_first_invalidates_nothing() {
     );
 }
 
+/// Thinking blocks of the same bytes (a model that thinks the same thought twice): the
+/// oldest copies are the ones an oldest-first removal takes, so stripping them
+/// invalidates nothing, and removing a later copy while an older one stays is a gap.
+/// (The first model matched by bytes alone: a copy left later made the run empty and
+/// every kept block invalid.)
+#[test]
+fn thinking_of_the_same_bytes_removed_oldest_first_invalidates_nothing() {
+    let same = |n: usize| {
+        let [a, r] = turn(n);
+        [
+            a.replace(&format!("plan {n}"), "plan")
+                .replace(&format!("sig{n}"), "sig"),
+            r,
+        ]
+    };
+    let turns: Vec<[String; 2]> = (1..=3).map(same).collect();
+    let before = conversation("Be careful.", &turns);
+    let a = Format::AnthropicMessages;
+    let two = vec![
+        strip_thinking(&turns[0]),
+        strip_thinking(&turns[1]),
+        turns[2].clone(),
+    ];
+    assert!(invalid(&before, &conversation("Be careful.", &two), a).is_empty());
+    let gap = vec![
+        turns[0].clone(),
+        strip_thinking(&turns[1]),
+        turns[2].clone(),
+    ];
+    assert_eq!(
+        invalid(&before, &conversation("Be careful.", &gap), a),
+        [(5, 0)]
+    );
+}
+
 #[test]
 fn a_responses_item_with_a_server_id_whose_reasoning_went_is_refused() {
     let items = |user: &str| {

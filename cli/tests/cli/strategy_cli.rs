@@ -438,13 +438,16 @@ fn compacting_an_output_again_with_its_budget_changes_nothing() {
     assert!(fixed >= 20, "only {fixed} first passes met their budget");
 }
 
-/// `--keep-thinking-valid` (preserved thinking's prefix binding): on a real Claude
-/// Code session with signed thinking, a summarize or digest at 60% whose plain output
-/// `check --before` reports as `reasoning/prefix-changed` is written with those blocks
-/// stripped and nothing reported; on a Codex rollout that is one long turn, where no
-/// reasoning item can be stripped, exit 3 naming the message, nothing on stdout. The
-/// plain outputs say what they invalidate; a summary at a target (`--target`) is
-/// kept valid the same way.
+/// Keep-thinking-valid (preserved thinking's prefix binding), on by default: on a
+/// real Claude Code session with signed thinking, a summarize or digest at 60% whose
+/// output with `--allow-invalidated-thinking` `check --before` reports as
+/// `reasoning/prefix-changed` (and says so itself, with the same count) is written by
+/// default, and with `--keep-thinking-valid`, with those blocks stripped and nothing
+/// reported; a summary at a target (`--target`) is kept valid the same way. On a Codex
+/// rollout that is one long turn, where no reasoning item can be stripped, the output
+/// is a simple compaction (every call of the input in its ledger, nothing invalid); on
+/// a Claude Code session with a call in flight, exit 3 naming the message, nothing on
+/// stdout.
 #[test]
 fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
     let prefix_changed = |original: &str, output: &[u8], label: &str| -> usize {
@@ -495,7 +498,9 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
             &budget,
             &claude,
         ];
-        let plain = cutpoint(&args, b"");
+        let mut allow = args.to_vec();
+        allow.push("--allow-invalidated-thinking");
+        let plain = cutpoint(&allow, b"");
         assert_eq!(plain.status.code(), Some(0), "{}", text(&plain.stderr));
         let changed = prefix_changed(&claude, &plain.stdout, strategy);
         assert!(
@@ -513,6 +518,12 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
         keep.push("--keep-thinking-valid");
         let kept = cutpoint(&keep, b"");
         assert_eq!(kept.status.code(), Some(0), "{}", text(&kept.stderr));
+        // The default is the setting.
+        let default = cutpoint(&args, b"");
+        assert_eq!(
+            default.stdout, kept.stdout,
+            "{strategy}: the default keeps thinking valid"
+        );
         assert_eq!(
             prefix_changed(&claude, &kept.stdout, strategy),
             0,
@@ -526,7 +537,16 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
     }
     // One summary at a target says the same of what it writes.
     let target = (tokens(&claude) * 60 / 100).to_string();
-    let at_target = cutpoint(&["compact", "--target", &target, &claude], b"");
+    let at_target = cutpoint(
+        &[
+            "compact",
+            "--target",
+            &target,
+            "--allow-invalidated-thinking",
+            &claude,
+        ],
+        b"",
+    );
     assert_eq!(
         at_target.status.code(),
         Some(0),
@@ -559,6 +579,11 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
     assert_eq!(prefix_changed(&claude, &kept.stdout, "target-kept"), 0);
     assert_eq!(warned(&kept.stderr), None, "{}", text(&kept.stderr));
     assert!(kept.stdout.len() < at_target.stdout.len());
+    let default = cutpoint(&["compact", "--target", &target, &claude], b"");
+    assert_eq!(
+        default.stdout, kept.stdout,
+        "the default keeps the summary's thinking valid"
+    );
     let codex =
         root("tests/fixtures/transcripts/codex__localpush__rollout-12-41-04-parallel7.jsonl")
             .display()
@@ -571,8 +596,61 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
             "summarize",
             "--budget",
             &budget,
-            "--keep-thinking-valid",
             &codex,
+        ],
+        b"",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("simple compaction instead"), "{err}");
+    assert_eq!(prefix_changed(&codex, &out.stdout, "codex-simple"), 0);
+    // Every call of the input is in the simple compaction's ledger (OpenAI's call ids
+    // are `call_` and 24 characters; `call_id` and `function_call_output` are keys).
+    let ids = |bytes: &[u8]| -> std::collections::BTreeSet<String> {
+        text(bytes)
+            .split("call_")
+            .skip(1)
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect::<String>()
+            })
+            .filter(|id| id.len() == 24)
+            .collect()
+    };
+    let input = std::fs::read(&codex).unwrap();
+    assert_eq!(ids(&out.stdout), ids(&input), "a call is lost");
+    // The same with allowed invalidated thinking is the summary the stage wrote, and
+    // it invalidates reasoning.
+    let allowed = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "summarize",
+            "--budget",
+            &budget,
+            "--allow-invalidated-thinking",
+            &codex,
+        ],
+        b"",
+    );
+    assert_eq!(allowed.status.code(), Some(0), "{}", text(&allowed.stderr));
+    assert!(prefix_changed(&codex, &allowed.stdout, "codex-allowed") > 0);
+    // A call in flight at the end keeps its turn: no simple compaction can help.
+    let inflight = root(
+        "tests/fixtures/transcripts/claude-code__entireio-cli__ec-38b74f08e3-3-orphan-interrupts.jsonl",
+    )
+    .display()
+    .to_string();
+    let budget = (tokens(&inflight) * 70 / 100).to_string();
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "pipeline",
+            "--budget",
+            &budget,
+            &inflight,
         ],
         b"",
     );
@@ -580,7 +658,7 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(out.stdout.is_empty());
     assert!(
-        err.contains("cannot be stripped") && err.contains("message 1 (line 6)"),
+        err.contains("cannot be stripped") && err.contains("a call is still in flight"),
         "{err}"
     );
 }

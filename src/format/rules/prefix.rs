@@ -50,14 +50,53 @@ pub fn invalidated_thinking(before: &Transcript, after: &Transcript) -> Vec<Inva
         Format::OpenAiResponses | Format::CodexRollout => true,
         _ => return Vec::new(),
     };
-    let kept: HashSet<u64> = reasoning(after).map(|(_, _, p)| p).collect();
     // The oldest-first run of removed thinking: the longest run of `before`'s oldest
-    // reasoning blocks that `after` no longer holds. Removing it is allowed.
-    let skip: HashSet<u64> = reasoning(before)
-        .map(|(_, _, p)| p)
-        .take_while(|p| !kept.contains(p))
+    // reasoning blocks that `after` no longer holds. Removing it is allowed. Blocks of
+    // the same bytes (a thought thought twice) make "which copy went" ambiguous: the
+    // run is then also read by copies (the oldest copies are the ones gone), and the
+    // reading that invalidates less is the answer (bytes cannot tell them apart, for
+    // the provider either).
+    let kept: HashSet<u64> = reasoning(after).map(|(_, _, p)| p).collect();
+    let by_bytes: HashSet<(usize, usize)> = reasoning(before)
+        .take_while(|(_, _, p)| !kept.contains(p))
+        .map(|(i, k, _)| (i, k))
         .collect();
-    let was = prefixes(before, &skip);
+    let mut gone: HashMap<u64, isize> = HashMap::new();
+    for (_, _, p) in reasoning(before) {
+        *gone.entry(p).or_default() += 1;
+    }
+    for (_, _, p) in reasoning(after) {
+        *gone.entry(p).or_default() -= 1;
+    }
+    let by_copies: HashSet<(usize, usize)> = reasoning(before)
+        .take_while(|(_, _, p)| {
+            let left = gone.entry(*p).or_default();
+            *left -= 1;
+            *left >= 0
+        })
+        .map(|(i, k, _)| (i, k))
+        .collect();
+    let first = judge(before, after, &by_bytes, responses);
+    if by_copies == by_bytes || first.is_empty() {
+        return first;
+    }
+    let second = judge(before, after, &by_copies, responses);
+    if second.len() < first.len() {
+        second
+    } else {
+        first
+    }
+}
+
+/// [`invalidated_thinking`] with the reasoning blocks of `before` at `skip` left out
+/// (the removed oldest-first run). **O(blocks)** expected, of both logs.
+fn judge(
+    before: &Transcript,
+    after: &Transcript,
+    skip: &HashSet<(usize, usize)>,
+    responses: bool,
+) -> Vec<Invalidated> {
+    let was = prefixes(before, skip);
     let now = prefixes(after, &HashSet::new());
     // Where the prefixes part: the first element of `after` that differs (`after`
     // extends `before` when that is past `before`'s end).
@@ -153,17 +192,15 @@ fn roll(h: u64, e: u64) -> u64 {
 }
 
 /// The prefix sequence of `t`'s live history: the head, then for each message its
-/// start and its blocks, leaving out the reasoning blocks whose prints are in `skip`
-/// (and a message left with nothing). **O(blocks)**.
-fn prefixes(t: &Transcript, skip: &HashSet<u64>) -> Prefixes {
+/// start and its blocks, leaving out the reasoning blocks at the (message, block)
+/// positions in `skip` (and a message left with nothing). **O(blocks)**.
+fn prefixes(t: &Transcript, skip: &HashSet<(usize, usize)>) -> Prefixes {
     let mut elements = vec![(t.live_from(), t.head_print)];
     let mut at = HashMap::new();
     let mut h = roll(0, t.head_print);
     for (i, m) in live(t) {
         let shown: Vec<usize> = (0..m.blocks.len())
-            .filter(|&k| {
-                !(matches!(m.blocks[k].0, Block::Reasoning) && skip.contains(&m.prints[k]))
-            })
+            .filter(|&k| !(matches!(m.blocks[k].0, Block::Reasoning) && skip.contains(&(i, k))))
             .collect();
         if shown.is_empty() {
             continue;
