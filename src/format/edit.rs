@@ -91,9 +91,9 @@ pub struct Compacted {
     /// [`Pipeline::keep_thinking_valid`] could not keep the pipeline's output: its
     /// edits changed the prefix of thinking that can be neither sent changed nor
     /// stripped (the current turn's, the latest assistant message's), so the text is
-    /// a simple compaction of the input instead ([`simple_compaction`]): the whole
-    /// live history past the pinned head in one summary, the next instruction kept
-    /// after it. The report's steps are that one summary.
+    /// a simple compaction of the input instead: the whole live history past the
+    /// pinned head in one summary, the next instruction kept after it. The report's
+    /// steps are that one summary.
     pub simple: bool,
 }
 
@@ -954,6 +954,45 @@ fn field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
 /// Byte ranges of a text and what replaces each.
 type Splices = Vec<(Range<usize>, String)>;
 
+/// The token counts Claude Code reads from a record's `message.usage`.
+const USAGE_COUNTS: [&str; 4] = [
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+];
+
+/// `line`, a Claude Code record, with the token counts of its `message.usage` (and of
+/// its `cache_creation` breakdown) set to 0, every other byte kept: what Claude Code
+/// does on load to the usage of a kept segment, whose requests a compaction changed.
+/// `None` when the line has no usage, or none with a count above 0. **O(line)**.
+fn zero_usage(line: &str) -> Option<String> {
+    let message = field(line, "message").ok()??;
+    let usage = field(&line[message.clone()], "usage").ok()??;
+    let base = message.start + usage.start;
+    let text = &line[base..message.start + usage.end];
+    let mut splices = Splices::new();
+    // Each count in `object` (at `at` in the line) that is above 0, as a splice to 0.
+    let mut zero = |object: &str, at: usize, keys: &[&str]| {
+        let Ok(map) = serde_json::from_str::<HashMap<&str, &RawValue>>(object) else {
+            return;
+        };
+        for (key, raw) in map {
+            if (keys.is_empty() || keys.contains(&key))
+                && raw.get().parse::<u64>().is_ok_and(|n| n > 0)
+            {
+                let r = span_of(object, raw);
+                splices.push((at + r.start..at + r.end, "0".to_owned()));
+            }
+        }
+    };
+    zero(text, base, &USAGE_COUNTS);
+    if let Ok(Some(cache)) = field(text, "cache_creation") {
+        zero(&text[cache.clone()], base + cache.start, &[]);
+    }
+    (!splices.is_empty()).then(|| splice(line, splices))
+}
+
 /// How one block of a content array is edited.
 trait BlockShape {
     /// Splices for `edit` of the block `text`, or `None` when the block is dropped.
@@ -1256,6 +1295,17 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
     }
     gone.extend(run);
     let inside = |at: usize| gone.iter().any(|g| g.contains(&at));
+    // Claude Code: the usage an assistant record reports after the first message the
+    // rewrite changed was reported for a history that is no longer sent, and Claude
+    // Code reads the last one as the context's size (to decide when to compact).
+    // Zeroed, as Claude Code zeroes a kept segment's usage on load (which it does
+    // itself, so not inside one).
+    let first_change = plans
+        .iter()
+        .position(|p| !matches!(p, MessagePlan::Keep(e) if e.is_empty()));
+    let stale = |m: usize| {
+        claude && first_change.is_some_and(|c| m > c) && t.messages[m].role == Role::Assistant
+    };
     let mut chain = Chainer::new(claude, input);
     let mut out = String::with_capacity(input.len());
     // A Claude Code compaction written: where its boundary line goes in `out`, its
@@ -1332,12 +1382,17 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                 }
             }
             MessagePlan::Keep(edits) => {
-                let line = if edits.is_empty() {
+                let mut line = if edits.is_empty() {
                     Some(body.to_owned())
                 } else {
                     edit_line(t, m, line_no, body, edits)
                         .map_err(|detail| EditError::Message { message: m, detail })?
                 };
+                if stale(m) && segment_from.is_none() {
+                    if let Some(zeroed) = line.as_deref().and_then(zero_usage) {
+                        line = Some(zeroed);
+                    }
+                }
                 match line {
                     Some(line) => chain.emit(&mut out, &line, true),
                     None => chain.forget(body),
@@ -1581,4 +1636,20 @@ fn claude_code_line_edits(
         }
     }
     Ok(local)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zero_usage;
+
+    #[test]
+    fn zero_usage_sets_counts_to_zero_and_keeps_every_other_byte() {
+        let line = r#"{"type":"assistant","message":{"id":"m","usage":{"output_tokens":7, "input_tokens":3,"cache_creation":{"ephemeral_5m_input_tokens":2},"service_tier":"standard","cache_read_input_tokens":0}},"uuid":"u"}"#;
+        let want = r#"{"type":"assistant","message":{"id":"m","usage":{"output_tokens":0, "input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0},"service_tier":"standard","cache_read_input_tokens":0}},"uuid":"u"}"#;
+        assert_eq!(zero_usage(line).as_deref(), Some(want));
+        // Nothing to zero: no usage, or every count already 0; not JSON: left alone.
+        assert_eq!(zero_usage(want), None);
+        assert_eq!(zero_usage(r#"{"message":{"id":"m"}}"#), None);
+        assert_eq!(zero_usage("{not json"), None);
+    }
 }

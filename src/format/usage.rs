@@ -83,7 +83,9 @@ fn claude_code_usage(line: &str) -> Option<(bool, AnthropicUsage)> {
 /// and output tokens.
 fn claude_code(line: &str) -> Option<u64> {
     match claude_code_usage(line)? {
-        (true, u) => Some(u.input().saturating_add(u.output_tokens)),
+        // A usage of 0 is no report: a synthetic message, or one whose stale usage a
+        // rewrite (or Claude Code on load) zeroed; the one before it still holds.
+        (true, u) => Some(u.input().saturating_add(u.output_tokens)).filter(|&n| n > 0),
         (false, _) => None,
     }
 }

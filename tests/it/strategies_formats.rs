@@ -227,6 +227,73 @@ pub(crate) fn assert_no_new_gap(name: &str, input: &str, out: &str) {
     }
 }
 
+/// Claude Code reads the last assistant record's `message.usage` as the size of the
+/// context (to decide when to compact): after the first line a rewrite changed (or a
+/// line it dropped), that usage was reported for a history no longer sent, so every
+/// assistant line after it (but lines of the same message, and those of a preserved
+/// segment, which Claude Code zeroes on load) reports 0; the lines before are the
+/// input's. Checked on every Claude Code rewrite.
+pub(crate) fn assert_no_stale_usage(name: &str, input: &str, out: &str) {
+    let parse = |l: &str| serde_json::from_str::<Value>(l).ok();
+    let uuid_of = |v: &Value| v["uuid"].as_str().map(str::to_owned);
+    let input_lines: Vec<(Option<String>, &str)> = input
+        .lines()
+        .map(|l| (parse(l).as_ref().and_then(uuid_of), l))
+        .collect();
+    let at: std::collections::HashMap<String, usize> = input_lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (u, _))| u.clone().map(|u| (u, i)))
+        .collect();
+    let counts = |v: &Value| -> u64 {
+        [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        ]
+        .iter()
+        .filter_map(|k| v["message"]["usage"][*k].as_u64())
+        .sum()
+    };
+    // Whether a line has changed yet, and the message ids of the lines up to the first
+    // that did (a message's lines may interleave with the results of its calls).
+    let mut changed = false;
+    let mut before: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut last: Option<usize> = None;
+    for line in out.lines() {
+        let Some(v) = parse(line) else { continue };
+        if v["subtype"] == "compact_boundary" && !v["compactMetadata"]["preservedSegment"].is_null()
+        {
+            // Claude Code zeroes the kept segment itself.
+            return;
+        }
+        let Some(u) = uuid_of(&v) else { continue };
+        let id = v["message"]["id"].as_str().map(str::to_owned);
+        if changed {
+            if v["type"] == "assistant" && id.as_ref().is_some_and(|id| !before.contains(id)) {
+                assert_eq!(
+                    counts(&v),
+                    0,
+                    "{name}: line {u} keeps stale usage after a change"
+                );
+            }
+            continue;
+        }
+        match at.get(&u) {
+            Some(&i) => {
+                // A line with a uuid dropped before this one is a change.
+                let from = last.map_or(0, |l| l + 1);
+                let skipped = input_lines[from.min(i)..i].iter().any(|(u, _)| u.is_some());
+                changed = skipped || input_lines[i].1 != line;
+                last = Some(i);
+            }
+            None => changed = true,
+        }
+        before.extend(id);
+    }
+}
+
 fn rule_names(t: &Transcript) -> BTreeSet<&'static str> {
     check_rules(t).iter().map(|v| v.rule.name()).collect()
 }
@@ -265,6 +332,7 @@ pub(crate) fn check_edit(
     }
     if format == Format::ClaudeCode {
         assert_no_new_gap(name, text, &out);
+        assert_no_stale_usage(name, text, &out);
     }
     // Every call id still there, as a call or in a ledger, unless truncate named it.
     let dropped: BTreeSet<String> = reports
@@ -304,8 +372,8 @@ pub(crate) fn check_edit(
         set
     };
     if steps.len() <= 1 {
-        // Claude Code lines may differ in `parentUuid` alone: a dropped parent's
-        // children are re-linked.
+        // Claude Code lines may differ in `parentUuid` (a dropped parent's children are
+        // re-linked) and in stale usage zeroed (`assert_no_stale_usage`) alone.
         let unlinked = |line: &str| -> String {
             if format != Format::ClaudeCode {
                 return line.to_owned();
@@ -313,6 +381,9 @@ pub(crate) fn check_edit(
             match serde_json::from_str::<Value>(line) {
                 Ok(Value::Object(mut map)) => {
                     map.remove("parentUuid");
+                    if let Some(Value::Object(message)) = map.get_mut("message") {
+                        message.remove("usage");
+                    }
                     Value::Object(map).to_string()
                 }
                 _ => line.to_owned(),
