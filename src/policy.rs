@@ -176,6 +176,13 @@ pub enum WaitReason {
     /// Nothing lies between the pinned head and the end of the log; more records are
     /// needed.
     NothingAfterHead,
+    /// Every stretch the cut would compact is bound to a kept record (at this
+    /// position: a control item, a block that loaded a tool) that no summary may
+    /// cover or move across; only [`TriggerPolicy::plan`] sees kept records.
+    Kept {
+        /// Position of the first kept record in the region.
+        at: usize,
+    },
 }
 
 impl fmt::Display for Wait {
@@ -184,6 +191,10 @@ impl fmt::Display for Wait {
             WaitReason::CallsInFlight => f.write_str("calls in flight")?,
             WaitReason::RecordOpen { at } => write!(f, "record {at} still streaming")?,
             WaitReason::NothingAfterHead => f.write_str("nothing after the pinned head")?,
+            WaitReason::Kept { at } => write!(
+                f,
+                "every record the cut would compact is bound to kept record {at}"
+            )?,
         }
         crate::core::error::write_ids(f, ", waiting on ", &self.waiting_on)?;
         write!(f, "; resumes at the first legal cut >= {}", self.resume_at)
@@ -320,6 +331,11 @@ impl TriggerPolicy {
     /// by [`arguments`](TriggerPolicy::arguments)). **O(log n + r)** for a region of
     /// `r` records, plus **O(k log k)** when it defers.
     ///
+    /// Where `head..cut` holds kept records ([`Entry::kept`](crate::compact::Entry::kept)),
+    /// which `decide` cannot see, the cut is narrowed to the largest stretch between
+    /// them (its `head`, `cut` and `compacted_tokens` say so), or it waits
+    /// ([`WaitReason::Kept`]) when no stretch is left.
+    ///
     /// ```
     /// use cutpoint::compact::{Entry, Log};
     /// use cutpoint::policy::{Planned, TriggerPolicy};
@@ -349,10 +365,28 @@ impl TriggerPolicy {
             Decision::Wait(d) => Planned::Wait(d),
             // `decide` guarantees legal cuts `head < cut <= len` (tests/it/policy.rs), the
             // precondition of `plan_between`; `apply` checks them again regardless.
-            Decision::CompactNow(cut) => Planned::CompactNow {
-                plan: log.plan_between(cut.head, cut.cut, self.arguments),
-                cut,
-            },
+            Decision::CompactNow(mut cut) => {
+                // One summary cannot stand on both sides of a kept record (a control
+                // item, a block that loaded a tool): the largest stretch between them.
+                let region = log.largest_around_kept(cut.head, cut.cut);
+                if region.is_empty() {
+                    let mut wait = self.wait(log.tracker(), cut.cut + 1);
+                    wait.reason = WaitReason::Kept {
+                        at: log.kept_in(cut.head..cut.cut).unwrap_or(cut.head),
+                    };
+                    return Planned::Wait(wait);
+                }
+                if region != (cut.head..cut.cut) {
+                    let t = log.tracker();
+                    let before = |c: usize| t.tokens_before(c).unwrap_or(cut.total_tokens);
+                    cut.compacted_tokens = before(region.end) - before(region.start);
+                    (cut.head, cut.cut) = (region.start, region.end);
+                }
+                Planned::CompactNow {
+                    plan: log.plan_between(cut.head, cut.cut, self.arguments),
+                    cut,
+                }
+            }
         }
     }
 

@@ -203,12 +203,19 @@ impl Log {
             Direction::Forward => t.select_legal_cut_forward(window.target_tokens, lookback),
         }
         .map_err(PlanError::NoLegalCut)?;
-        let end = end.max(start);
+        let region = self.largest_around_kept(start, end.max(start));
+        Ok(self.plan_between(region.start, region.end, window.arguments))
+    }
+
+    /// `start..end` (both legal cuts) itself when it holds no kept record, else its
+    /// largest stretch between kept records by tokens (the oldest of equal ones), an
+    /// empty range at `start` when there is none: one summary cannot stand on both
+    /// sides of a wall. **O(log k)**, plus **O(w log k)** for `w` walls in it.
+    pub(crate) fn largest_around_kept(&self, start: usize, end: usize) -> Range<usize> {
         if self.kept_in(start..end).is_none() {
-            return Ok(self.plan_between(start, end, window.arguments));
+            return start..end;
         }
-        // One summary cannot stand on both sides of a wall: the largest stretch
-        // between kept records (the oldest of equal ones), empty when there is none.
+        let t = &self.tracker;
         let mut best = start..start;
         let mut best_tokens = 0;
         for r in self.around_kept(start, end) {
@@ -220,7 +227,7 @@ impl Log {
                 (best, best_tokens) = (r, tokens);
             }
         }
-        Ok(self.plan_between(best.start, best.end, window.arguments))
+        best
     }
 
     /// The atoms of `start..end`, both legal cuts. **O(end - start)** expected.

@@ -244,15 +244,21 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
         if o.kind.as_deref() != Some("tool_search_output") {
             continue;
         }
-        for tool in &o.tools {
-            if let Some(name) = tool.get("name").and_then(|n| n.as_str()) {
-                t.tools.push(ToolChange {
-                    message: i,
-                    block: 0,
-                    tool: name.to_owned(),
-                    loaded: true,
-                });
-            }
+        for name in tool_names(&o.tools) {
+            t.tools.push(ToolChange {
+                message: i,
+                block: 0,
+                tool: name.to_owned(),
+                loaded: true,
+            });
         }
     }
+}
+
+/// The tools a `tool_search_output`'s `tools` load: each one's `name`. The one
+/// reading, for the file reader ([`annotate`]) and the live decoder. **O(tools)**.
+pub(crate) fn tool_names(tools: &[serde_json::Value]) -> impl Iterator<Item = &str> {
+    tools
+        .iter()
+        .filter_map(|tool| tool.get("name").and_then(|n| n.as_str()))
 }

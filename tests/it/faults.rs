@@ -179,7 +179,7 @@ fn stream_case(name: &str, format: StreamFormat, bytes: &[u8]) -> Option<Case> {
                         ..
                     } => json!({"type": "function_call", "call_id": id.to_string(),
                         "name": name, "arguments": arguments}),
-                    Content::Other { kind } => json!({"type": kind, "id": format!("x_{n}")}),
+                    Content::Other { kind, .. } => json!({"type": kind, "id": format!("x_{n}")}),
                     _ => continue,
                 });
             }

@@ -16,6 +16,7 @@ use cutpoint::compact::strategy::{
 use cutpoint::compact::{
     ApplyError, EditError, Entry, Log, Payload, Rewrite, Window, summary_text,
 };
+use cutpoint::format::live::{Content, Detail};
 use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{
     self, Block, ByteEstimate, Format, Role, Rule, TokenCounter, Transcript, check_against,
@@ -502,6 +503,69 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(Config::with_cases(crate::cases(64)))]
+
+    /// The trigger policy's plan against the naive oracle: `decide` sees no kept
+    /// records, so `plan` narrows its cut to the wall-free stretch of most tokens (the
+    /// oldest of equal ones), found here by scanning every legal cut, or waits when
+    /// there is none; what it plans applies, and the walls stay.
+    #[test]
+    fn the_trigger_policy_plans_around_kept_records(
+        seed in any::<u64>(),
+        n in 10usize..160,
+        share in 0.0f64..0.3,
+        threshold in 0.05f64..0.9,
+        keep in 0.0f64..0.5,
+        head in 0usize..3,
+    ) {
+        use cutpoint::policy::{Decision, Planned, TriggerPolicy, WaitReason};
+        let base = with_walls(seed, n, share);
+        let total = base.tracker().total_tokens().max(1);
+        let policy = TriggerPolicy::new(total).threshold(threshold).unwrap().keep(keep).unwrap().pinned_head(head);
+        let t = base.tracker();
+        let decided = policy.decide(t);
+        let planned = policy.plan(&base);
+        match (decided, planned) {
+            (Decision::Nothing, Planned::Nothing) => {}
+            (Decision::Wait(a), Planned::Wait(b)) => prop_assert_eq!(a, b),
+            (Decision::CompactNow(d), p) => {
+                let tokens = |r: &std::ops::Range<usize>| t.tokens_before(r.end).unwrap() - t.tokens_before(r.start).unwrap();
+                let cuts: Vec<usize> = (d.head..=d.cut).filter(|&c| t.is_legal_cut(c)).collect();
+                let mut best: Option<std::ops::Range<usize>> = None;
+                for (i, &a) in cuts.iter().enumerate() {
+                    for &b in &cuts[i + 1..] {
+                        if base.entries().range(a..b).any(|e| e.kept()) {
+                            break;
+                        }
+                        let r = a..b;
+                        if best.as_ref().is_none_or(|x| tokens(&r) > tokens(x)) {
+                            best = Some(r);
+                        }
+                    }
+                }
+                match (best.filter(|r| tokens(r) > 0 || base.kept_in(d.head..d.cut).is_none()), p) {
+                    (Some(want), Planned::CompactNow { cut, plan }) => {
+                        prop_assert_eq!(cut.head..cut.cut, want.clone());
+                        prop_assert_eq!(plan.region.clone(), want.clone());
+                        prop_assert_eq!(cut.compacted_tokens, tokens(&want));
+                        prop_assert!(base.kept_in(want).is_none());
+                        let mut log = base.clone();
+                        log.apply(&plan, Some("summary".into()), 10).unwrap();
+                        log.assert_invariants();
+                        prop_assert_eq!(walls(&log), walls(&base));
+                    }
+                    (None, Planned::Wait(w)) => {
+                        prop_assert_eq!(w.reason, WaitReason::Kept { at: base.kept_in(d.head..d.cut).unwrap() });
+                    }
+                    (want, got) => prop_assert!(false, "want {:?}, planned {:?}", want, got),
+                }
+            }
+            (d, p) => prop_assert!(false, "decide says {:?}, plan says {:?}", d, p),
+        }
+    }
+}
+
 #[test]
 fn the_log_refuses_to_cover_or_edit_a_kept_record() {
     let mut log = Log::from_entries([
@@ -539,4 +603,131 @@ fn the_log_refuses_to_cover_or_edit_a_kept_record() {
         "{:?}",
         plan.region
     );
+}
+
+// ---- The live decoders keep what the file readers keep -------------------------------
+
+/// The records of a recorded response fed live into a [`Log`], with the contents
+/// that closed them (one per record, in order). A recording that ends in a provider
+/// error (a rate limit, a token limit) gives what it decoded before the error.
+fn live_log(bytes: &[u8], format: cutpoint::format::live::StreamFormat) -> (Log, Vec<Content>) {
+    use cutpoint::format::live::Feed;
+    let (items, _provider_error) = crate::streams::decode_split(format, bytes, &[]);
+    let mut log = Log::new();
+    let mut closed = Vec::new();
+    for item in &items {
+        log.feed(item).unwrap();
+        if let Detail::Closed(c) = &item.detail {
+            closed.push(c.clone());
+        }
+    }
+    (log, closed)
+}
+
+/// The same response as a file the agent sends back next: a user question, then the
+/// response's blocks (Anthropic) or output items (Responses), as the provider's own
+/// shapes give them.
+fn as_file(format: Format, bytes: &[u8], closed: &[Content]) -> String {
+    match format {
+        Format::AnthropicMessages => {
+            let blocks: Vec<serde_json::Value> = closed
+                .iter()
+                .map(|c| match c {
+                    Content::Text { text } => serde_json::json!({"type": "text", "text": text}),
+                    Content::Call {
+                        id,
+                        name,
+                        arguments,
+                        server,
+                        ..
+                    } => serde_json::json!({
+                        "type": if *server { "server_tool_use" } else { "tool_use" },
+                        "id": id.as_str(),
+                        "name": name,
+                        "input": serde_json::from_str::<serde_json::Value>(arguments).unwrap(),
+                    }),
+                    Content::ServerResult { id, kind, content } => serde_json::json!({
+                        "type": kind,
+                        "tool_use_id": id.as_str(),
+                        "content": serde_json::from_str::<serde_json::Value>(content).unwrap(),
+                    }),
+                    other => panic!("not in this recording: {other:?}"),
+                })
+                .collect();
+            serde_json::json!([
+                {"role": "user", "content": "What is the USD to EUR rate?"},
+                {"role": "assistant", "content": blocks},
+            ])
+            .to_string()
+        }
+        _ => {
+            // Each output item as `response.output_item.done` gives it whole.
+            let mut items = vec![serde_json::json!(
+                {"role": "user", "content": "What is the USD to EUR rate?"}
+            )];
+            for line in String::from_utf8_lossy(bytes).lines() {
+                let Some(data) = line.strip_prefix("data: ") else {
+                    continue;
+                };
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(data) else {
+                    continue;
+                };
+                if v["type"] == "response.output_item.done" {
+                    items.push(v["item"].clone());
+                }
+            }
+            serde_json::Value::Array(items).to_string()
+        }
+    }
+}
+
+#[test]
+fn the_live_decoders_keep_the_results_that_loaded_a_tool_as_the_file_readers_do() {
+    let recordings = crate::streams::recordings();
+    let mut loading = 0;
+    for (name, stream, bytes) in &recordings {
+        let (log, closed) = live_log(bytes, *stream);
+        let kept: Vec<usize> = log.kept_positions().to_vec();
+        // The oracle: a result holding a tool reference, or a tool search's output
+        // naming tools.
+        let loads = |c: &Content| match c {
+            Content::ServerResult { content, .. } => content.contains(r#""type":"tool_reference""#),
+            Content::Other { kind, .. } => kind == "tool_search_output",
+            _ => false,
+        };
+        let want: Vec<usize> = (0..closed.len()).filter(|&i| loads(&closed[i])).collect();
+        assert_eq!(kept, want, "{name}: kept entries");
+        if want.is_empty() {
+            continue;
+        }
+        loading += 1;
+        // The file reader, on the same response sent back, keeps the same blocks.
+        let format = match name.split("__").next() {
+            Some("anthropic-sse") => Format::AnthropicMessages,
+            _ => Format::OpenAiResponses,
+        };
+        let text = as_file(format, bytes, &closed);
+        let t = read(&text, format);
+        let file = format::edit::log_of(&t).unwrap();
+        let file_kept: Vec<usize> = file.log.kept_positions().iter().map(|&k| k - 1).collect();
+        assert_eq!(
+            file_kept, want,
+            "{name}: the file reader's kept entries\n{text}"
+        );
+        // And no compaction covers it: a region over it is refused.
+        let at = want[0];
+        let end = (at + 1..=log.len())
+            .find(|&e| log.tracker().is_legal_cut(e))
+            .unwrap_or(log.len());
+        assert!(
+            matches!(
+                log.plan_region(0..end, Default::default()),
+                Err(ApplyError::Kept { .. }) | Err(ApplyError::Region(_))
+            ),
+            "{name}: a region over the kept entry {at} is planned"
+        );
+    }
+    // The two real recordings that load a tool: Anthropic's and OpenAI Responses' tool
+    // search (pydantic-ai's cassettes).
+    assert_eq!(loading, 2);
 }

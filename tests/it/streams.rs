@@ -112,7 +112,7 @@ fn summary(items: &[Decoded]) -> Summary {
                 } => format!("call {name}"),
                 Content::Call { name, .. } => format!("server_call {name}"),
                 Content::ServerResult { .. } => "server_result".to_owned(),
-                Content::Other { kind } => format!("other {kind}"),
+                Content::Other { kind, .. } => format!("other {kind}"),
                 _ => "?".to_owned(),
             };
             let bound = if r.is_bound_to_previous() { "+" } else { "" };

@@ -448,6 +448,6 @@ fn content_bytes(content: &Content) -> usize {
             ..
         } => name.len() + arguments.len() + signature.as_ref().map_or(0, String::len),
         Content::ServerResult { kind, content, .. } => kind.len() + content.len(),
-        Content::Other { kind } => kind.len(),
+        Content::Other { kind, loads } => kind.len() + loads.iter().map(String::len).sum::<usize>(),
     }
 }

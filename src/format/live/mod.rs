@@ -301,6 +301,10 @@ pub enum Content {
     Other {
         /// The block's or item's type.
         kind: String,
+        /// The tools it loads: a Responses `tool_search_output` that the server ran
+        /// (no `call_id`), by the `name` of each of its `tools`, as the file reader
+        /// reads them. Empty for every other item.
+        loads: Vec<String>,
     },
 }
 
@@ -334,6 +338,7 @@ impl Content {
     pub(crate) fn other(kind: &str) -> Content {
         Content::Other {
             kind: kind.to_owned(),
+            loads: Vec::new(),
         }
     }
 
@@ -356,7 +361,8 @@ impl Content {
     }
 
     /// The payload a [`compact::Log`](crate::compact::Log) keeps for the record: a
-    /// call's name and arguments, a server result's status and content, thinking as
+    /// call's name and arguments, a server result's status and content
+    /// ([`Payload::Kept`] when it loaded a tool: no compaction covers it), thinking as
     /// [`Payload::Reasoning`] (signed when it carries a signature or is redacted), so
     /// the compaction strategies know it; nothing for text. **O(len)** (the text is
     /// copied).
@@ -368,6 +374,12 @@ impl Content {
                 name: Some(name.clone()),
                 arguments: Some(arguments.clone()),
             },
+            // A result that loaded a tool: kept where it is, as the file readers keep
+            // it (the tool manifest stays what it was).
+            Content::ServerResult { kind, content, .. } if loads_tools(kind, content) => {
+                Payload::Kept
+            }
+            Content::Other { loads, .. } if !loads.is_empty() => Payload::Kept,
             Content::ServerResult { content, .. } => {
                 #[derive(serde::Deserialize)]
                 struct Typed<'a> {
@@ -397,6 +409,30 @@ impl Content {
             _ => Payload::None,
         }
     }
+}
+
+/// Whether a streamed server result (its block or item type, its content's JSON
+/// text) loads a tool, read as the file readers read it: an Anthropic result holding
+/// a `tool_reference` (`format::anthropic::tool_references`), a Responses
+/// `tool_search_output` naming a tool in its `tools`
+/// (`format::openai_responses::tool_names`). **O(content)**, and a substring search
+/// only for a result that can load nothing.
+fn loads_tools(kind: &str, content: &str) -> bool {
+    let search = kind == "tool_search_output";
+    if !search && !content.contains("tool_reference") {
+        return false;
+    }
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(content) else {
+        return false;
+    };
+    if search {
+        return value
+            .as_array()
+            .is_some_and(|tools| super::openai_responses::tool_names(tools).next().is_some());
+    }
+    let mut names = Vec::new();
+    super::anthropic::tool_references(&value, 0, &mut names);
+    !names.is_empty()
 }
 
 /// The provider's usage report for a response, as far as it gives each number.

@@ -124,7 +124,14 @@ impl Provider for State {
                             *signature = Some(sig.to_owned());
                         }
                     }
-                    _ => {}
+                    // A server tool search whose tools come only when it is done.
+                    _ => {
+                        if let Some(Content::Other { kind, loads }) = out.open_content_mut() {
+                            if loads.is_empty() {
+                                *loads = search_loads(kind, item.tools);
+                            }
+                        }
+                    }
                 }
                 out.close();
                 self.open_item = None;
@@ -220,8 +227,31 @@ impl State {
                 (Content::thinking(signature, false), None)
             }
             ItemKind::Message => (Content::text(), None),
-            _ => (Content::other(kind), None),
+            _ => {
+                let mut content = Content::other(kind);
+                if let Content::Other { loads, .. } = &mut content {
+                    *loads = search_loads(kind, item.tools);
+                }
+                (content, None)
+            }
         };
         out.open_with(at, content, bound, initial)
     }
+}
+
+/// The tools a server-run `tool_search_output` item (of type `kind`, with `tools`)
+/// loads, by name (`format::openai_responses::tool_names`); empty for any other item
+/// and for tools that are not a JSON array. **O(tools)**.
+fn search_loads(kind: &str, tools: Option<&RawValue>) -> Vec<String> {
+    if kind != "tool_search_output" {
+        return Vec::new();
+    }
+    tools
+        .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw.get()).ok())
+        .map(|tools| {
+            crate::format::openai_responses::tool_names(&tools)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
