@@ -65,8 +65,9 @@ enum Command {
     Watch(watch::Args),
     /// Stand between an agent and its provider (feature `proxy`): check every
     /// request by the provider's rules (a 400 in the provider's error shape, not
-    /// forwarded, for one that breaks a rule), compact over --budget with
-    /// --mode compact, stream the answers back unchanged. See docs/proxy.md.
+    /// forwarded, for one that breaks a rule; --mode repair fixes what loses no
+    /// call), compact over --budget with --mode compact, stream the answers back
+    /// unchanged. See docs/proxy.md.
     #[cfg(feature = "proxy")]
     Proxy(cutpoint_proxy::cli::Args),
 }

@@ -23,8 +23,10 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     upstream: http::Uri,
     /// check: refuse a request that breaks a provider rule (400 in the provider's
-    /// error shape), forward the rest unchanged. compact: check, and compact a
-    /// request over --budget with the pipeline before forwarding it.
+    /// error shape), forward the rest unchanged. repair: as check, but answer an
+    /// unanswered call with an aborted result and drop a result whose call is
+    /// nowhere, when that fixes the request, and forward the fix. compact: check,
+    /// and compact a request over --budget with the pipeline before forwarding it.
     #[arg(long, value_enum, default_value_t = ModeArg::Check)]
     mode: ModeArg,
     /// compact: tokens the live history must fit in [default with --context-window:
@@ -51,6 +53,8 @@ pub struct Args {
 enum ModeArg {
     /// Refuse what breaks a rule.
     Check,
+    /// Fix what can be fixed without losing a call; refuse the rest.
+    Repair,
     /// Check, and compact over the budget.
     Compact,
 }
@@ -79,6 +83,9 @@ pub fn run(args: Args) -> ExitCode {
         .ok();
     let mut config = Config::new(args.upstream.clone());
     config.max_body_bytes = args.max_body_bytes;
+    if args.mode == ModeArg::Repair {
+        config.mode = Mode::Repair;
+    }
     if args.mode == ModeArg::Compact {
         let mut settings = Settings::new();
         settings.budget = args.budget;

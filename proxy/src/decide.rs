@@ -19,6 +19,12 @@ pub enum Mode {
     /// Refuse a request that breaks a provider rule; forward the rest unchanged.
     #[default]
     Check,
+    /// As `Check`, but a request whose faults can be fixed without losing a call is
+    /// fixed and forwarded: an unanswered call gets an aborted error result, a result
+    /// whose call is nowhere in the request is dropped (the module `repair` says
+    /// exactly which rules). The fix is read back and checked, on its own and as a
+    /// rewrite of the request; anything else is refused as `Check` refuses it.
+    Repair,
     /// As `Check`, and compact a request over the budget with the one pipeline
     /// before forwarding it.
     Compact(Box<Compaction>),
@@ -83,6 +89,18 @@ pub enum Decision {
     Deferred {
         /// Why (a pipeline's reason, or a rewrite that did not pass the checks).
         reason: String,
+    },
+    /// Forward this body instead: the request repaired ([`Mode::Repair`]). It was read
+    /// back and keeps the provider's rules, and the rules of a rewrite of the
+    /// original; every call of the request is in it.
+    Repaired {
+        /// The repaired body: only its history differs from the request's, and of
+        /// the history only the messages repaired.
+        body: Bytes,
+        /// The calls answered with an aborted result, in history order.
+        answered: Vec<String>,
+        /// The call ids of the results dropped (no call of theirs in the request).
+        dropped: Vec<String>,
     },
     /// Answer the request with this error; do not forward it.
     Refuse(Refusal),
@@ -166,10 +184,13 @@ impl Mode {
             Err(_) => Vec::new(),
         };
         if let Some(first) = violations.first() {
-            return Decision::Refuse(broken(route, first, violations.len()));
+            return match self {
+                Mode::Repair => repaired(route, text, &loaded, &violations),
+                _ => Decision::Refuse(broken(route, first, violations.len())),
+            };
         }
         match self {
-            Mode::Check => Decision::Forward,
+            Mode::Check | Mode::Repair => Decision::Forward,
             Mode::Compact(c) => compact(c, route, text, &loaded),
         }
     }
@@ -207,6 +228,41 @@ fn broken(route: Route, first: &Finding, count: usize) -> Refusal {
             first.rule, first.at, first.text
         ),
     )
+}
+
+/// Repair mode on a request that breaks a rule: the repaired body when every finding
+/// is one repair fixes and the fix passes the checks (on its own and as a rewrite of
+/// the request), else the refusal of check mode, saying why it was not repaired.
+/// **O(len)**.
+fn repaired(route: Route, text: &str, loaded: &Loaded<'_>, violations: &[Finding]) -> Decision {
+    let refuse = |why: &dyn std::fmt::Display| {
+        let mut refusal = broken(route, &violations[0], violations.len());
+        refusal.message = format!("{} (repair mode: not repaired: {why})", refusal.message);
+        Decision::Refuse(refusal)
+    };
+    let done = match crate::repair::repair(route, text, violations) {
+        Ok(done) => done,
+        Err(e) => return refuse(&e),
+    };
+    let back = match Loaded::read(&done.body, route.format(), &ByteEstimate) {
+        Ok(back) => back,
+        Err(e) => return refuse(&format!("the repair does not read back: {e}")),
+    };
+    for against in [None, Some(loaded)] {
+        if let Ok(checked) = back.check(against, false) {
+            if let Some(f) = checked.violations.first() {
+                return refuse(&format!(
+                    "the repaired request would break {} at {}: {}",
+                    f.rule, f.at, f.text
+                ));
+            }
+        }
+    }
+    Decision::Repaired {
+        body: Bytes::from(done.body),
+        answered: done.answered,
+        dropped: done.dropped,
+    }
 }
 
 /// Compact mode on a request that keeps the rules: within the budget it goes as it

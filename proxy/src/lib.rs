@@ -49,6 +49,7 @@ pub mod cli;
 mod decide;
 mod metrics;
 mod refusal;
+mod repair;
 mod route;
 mod upstream;
 
@@ -215,6 +216,15 @@ impl Proxy {
                 self.metrics.count(Count::Deferral);
                 tracing::warn!(route = route.name(), %reason, "over the budget, forwarded as it came");
                 self.forward(parts, full(bytes), Some(route)).await
+            }
+            Decision::Repaired {
+                body,
+                answered,
+                dropped,
+            } => {
+                self.metrics.count(Count::Repair);
+                tracing::info!(route = route.name(), ?answered, ?dropped, "repaired");
+                self.forward(parts, full(body), Some(route)).await
             }
             Decision::Compacted {
                 body,

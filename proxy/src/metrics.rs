@@ -14,6 +14,7 @@ pub struct Metrics {
     read: AtomicU64,
     forwarded: AtomicU64,
     compactions: AtomicU64,
+    repairs: AtomicU64,
     deferrals: AtomicU64,
     tokens_saved: AtomicU64,
     upstream_errors: AtomicU64,
@@ -31,6 +32,8 @@ pub(crate) enum Count {
     Forwarded,
     /// A request compacted before forwarding, and the tokens it saved.
     Compaction(u64),
+    /// A request repaired before forwarding.
+    Repair,
     /// A request over the budget forwarded as it came.
     Deferral,
     /// The upstream could not be reached, or failed mid-request.
@@ -48,6 +51,7 @@ impl Metrics {
                 self.tokens_saved.fetch_add(saved, Relaxed);
                 &self.compactions
             }
+            Count::Repair => &self.repairs,
             Count::Deferral => &self.deferrals,
             Count::UpstreamError => &self.upstream_errors,
         };
@@ -70,6 +74,11 @@ impl Metrics {
     /// Requests compacted before forwarding so far. **O(1)**.
     pub fn compactions(&self) -> u64 {
         self.compactions.load(Relaxed)
+    }
+
+    /// Requests repaired before forwarding so far. **O(1)**.
+    pub fn repairs(&self) -> u64 {
+        self.repairs.load(Relaxed)
     }
 
     /// Requests sent upstream so far. **O(1)**.
@@ -96,6 +105,11 @@ impl Metrics {
                 "compactions",
                 "Requests compacted before forwarding.",
                 &self.compactions,
+            ),
+            (
+                "repairs",
+                "Requests repaired before forwarding (calls answered as aborted, orphan results dropped).",
+                &self.repairs,
             ),
             (
                 "deferrals",
@@ -143,12 +157,14 @@ mod tests {
         let m = Metrics::default();
         m.count(Count::Request);
         m.count(Count::Compaction(120));
+        m.count(Count::Repair);
         m.refused("anthropic/tool-use-without-result");
         m.refused("anthropic/tool-use-without-result");
         let text = m.render();
         assert!(text.contains("cutpoint_proxy_requests_total 1\n"));
         assert!(text.contains("cutpoint_proxy_compactions_total 1\n"));
         assert!(text.contains("cutpoint_proxy_tokens_saved_total 120\n"));
+        assert!(text.contains("cutpoint_proxy_repairs_total 1\n"));
         assert!(text.contains(
             "cutpoint_proxy_refused_total{reason=\"anthropic/tool-use-without-result\"} 2\n"
         ));

@@ -119,6 +119,12 @@ fn judge(mode: &Mode, route: Route, bytes: &[u8]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&shape["error"]["code"], r.reason);
             }
         }
+        Decision::Repaired { body, .. } => {
+            prop_assert!(broken, "a request that keeps the rules was repaired");
+            let text = std::str::from_utf8(body).unwrap();
+            let back = cutpoint::format::read(text, route.format(), &ByteEstimate).unwrap();
+            prop_assert_eq!(check_rules(&back), vec![]);
+        }
         Decision::Compacted { body, .. } => {
             prop_assert!(!broken);
             let text = std::str::from_utf8(body).unwrap();
@@ -144,6 +150,7 @@ proptest! {
     fn hostile_bodies_are_refused_cleanly_or_forwarded_only_when_they_keep_the_rules(bytes in body()) {
         for route in ROUTES {
             judge(&Mode::Check, route, &bytes)?;
+            judge(&Mode::Repair, route, &bytes)?;
             judge(&compact_mode(), route, &bytes)?;
         }
     }

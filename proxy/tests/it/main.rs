@@ -6,4 +6,5 @@ mod check;
 mod compact;
 mod hostile;
 mod passthrough;
+mod repair;
 mod support;
