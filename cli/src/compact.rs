@@ -22,14 +22,14 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_name = "TOKENS",
-        required_unless_present_any = ["keep", "strategy"],
-        conflicts_with_all = ["keep", "strategy"]
+        required_unless_present_any = ["keep", "strategy", "budget"],
+        conflicts_with_all = ["keep", "strategy", "budget"]
     )]
     target: Option<u64>,
     /// Keep the most recent TOKENS verbatim instead: the target is the log's tokens
     /// minus TOKENS (the live history's, for the provider formats), and the walk back
     /// from it keeps at least that much.
-    #[arg(long, value_name = "TOKENS", conflicts_with = "strategy")]
+    #[arg(long, value_name = "TOKENS", conflicts_with_all = ["strategy", "budget"])]
     keep: Option<u64>,
     /// How far the cut may move from the target, in tokens [default: 15% of the
     /// target]. Walking back, the walk starts at the record where the target is
@@ -42,7 +42,8 @@ pub(crate) struct Args {
     /// the provider formats.
     #[arg(long, value_name = "N", default_value_t = 0)]
     keep_head: usize,
-    /// Move forward to the nearest legal cut past the target instead of walking back.
+    /// Move forward to the nearest legal cut past the target instead of walking back
+    /// (always, with --budget and no --strategy).
     #[arg(long)]
     forward: bool,
     /// Prose for the summary (its ledger always lists every covered pair).
@@ -118,19 +119,60 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
-/// One summary at the target ([`Loaded::summarize`]), the log printed in its format:
-/// records JSONL with the summary's units as `covers`; the provider formats with the
-/// pinned head (in messages) verbatim, one summary message, the retained messages
-/// byte-identical.
+/// One summary at the target ([`Loaded::summarize`]), or with `--budget` the one that
+/// brings the log within it ([`Loaded::summarize_within`], Python's `summarize` with a
+/// budget), the log printed in its format: records JSONL with the summary's units as
+/// `covers`; the provider formats with the pinned head (in messages) verbatim, one
+/// summary message, the retained messages byte-identical.
 fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
-    let window = args.window(loaded.live_tokens());
     let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
-    let done = match loaded.summarize(
-        &window,
-        args.keep_head,
-        args.summary.as_deref(),
-        fixed.as_ref().map(|f| f as SummaryCount<'_>),
-    ) {
+    let count = fixed.as_ref().map(|f| f as SummaryCount<'_>);
+    // With --budget: the budget, the tokens after the summary, and how many passes.
+    let mut over: Option<(u64, u64, usize)> = None;
+    let summarized = match args.strategy.budget {
+        Some(budget) => {
+            // The cut moves forward from the target the budget asks for, as far as
+            // it must.
+            let mut window = args.window(0).direction(Direction::Forward);
+            window.lookback_tokens = Some(args.lookback.unwrap_or(u64::MAX));
+            let before = loaded.live_tokens();
+            match loaded.summarize_within(
+                budget,
+                &window,
+                args.keep_head,
+                args.summary.as_deref(),
+                count,
+                &ByteEstimate,
+            ) {
+                // Judged against the budget once the thinking is settled, below.
+                Ok(Some(best)) => {
+                    over = Some((budget, best.tokens_after, best.passes));
+                    Ok(best.summarized)
+                }
+                Ok(None) if before <= budget => {
+                    eprintln!(
+                        "cutpoint: within budget already ({before} <= {budget} tokens): the log is unchanged"
+                    );
+                    let _ = io::stdout().lock().write_all(loaded.text().as_bytes());
+                    return ExitCode::SUCCESS;
+                }
+                Ok(None) => {
+                    eprintln!(
+                        "cutpoint: over budget: {before} tokens, the budget is {budget}, and no summary makes the log smaller"
+                    );
+                    return ExitCode::from(exit::DEFER);
+                }
+                Err(e) => Err(e),
+            }
+        }
+        None => loaded.summarize(
+            &args.window(loaded.live_tokens()),
+            args.keep_head,
+            args.summary.as_deref(),
+            count,
+        ),
+    };
+    let done = match summarized {
         Ok(done) => done,
         Err(SummarizeError::Rewrite(RewriteError::Deferred(report))) => {
             eprintln!("cutpoint: deferred: {report}");
@@ -142,14 +184,15 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         }
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
-    let (text, simple) =
+    // `settled`: the thinking step rewrote the text.
+    let (text, simple, settled) =
         if !args.strategy.allow_invalidated_thinking && !done.invalidated.is_empty() {
             match loaded.keep_thinking_valid(
                 &done.summary.text,
                 args.keep_head,
                 args.summary.as_deref(),
             ) {
-                Ok((text, simple)) => (text, simple),
+                Ok((text, simple)) => (text, simple, true),
                 Err(e @ EditError::ThinkingBound { .. }) => {
                     eprintln!("cutpoint: {name}: {e}");
                     return ExitCode::from(exit::DEFER);
@@ -158,8 +201,21 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
             }
         } else {
             crate::strategy::warn_invalidated(&done.invalidated);
-            (done.summary.text, false)
+            (done.summary.text, false, false)
         };
+    if let Some((budget, mut after, passes)) = over {
+        if settled {
+            // Thinking stripped, or a simple compaction: counted again.
+            after = cutpoint::format::read(&text, loaded.format(), &ByteEstimate)
+                .map_or(after, |t| t.live_tokens());
+        }
+        if after > budget {
+            eprintln!(
+                "cutpoint: over budget: {after} tokens left, the budget is {budget} (the best of {passes} summaries)"
+            );
+            return ExitCode::from(exit::DEFER);
+        }
+    }
     if simple {
         crate::strategy::note_simple();
     } else {

@@ -47,9 +47,11 @@ pub(crate) struct StrategyArgs {
     #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy)]
     pub(crate) strategy: Option<Choice>,
     /// Tokens the log must fit in. Exit 3 when it cannot without breaking a rule or a
-    /// floor [default with --context-window: the window less --max-output].
-    #[arg(long, value_name = "TOKENS", requires = "strategy")]
-    budget: Option<u64>,
+    /// floor [default with --context-window: the window less --max-output]. With no
+    /// --strategy: one summary, its cut moved forward until the log fits (Python's
+    /// `summarize` with a budget).
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) budget: Option<u64>,
     /// clear: the most recent tool uses kept whole [default: 3].
     #[arg(long, value_name = "N", requires = "strategy")]
     keep_tool_uses: Option<usize>,

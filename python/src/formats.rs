@@ -5,11 +5,8 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{
-    Direction, SummaryParts, Unit, Window, estimate_summary_tokens, summary_text,
-};
-use cutpoint::format::loaded::SummarizeError;
-use cutpoint::format::rewrite;
+use cutpoint::compact::{Direction, Unit, Window, estimate_summary_tokens, summary_text};
+use cutpoint::format::loaded::{SummarizeError, SummaryCount};
 use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -299,8 +296,6 @@ struct Summarize {
     keep_thinking_valid: bool,
 }
 
-use cutpoint::format::loaded::DEFAULT_SUMMARY;
-
 /// The options `summarize` takes, for the error that names an unknown one.
 const SUMMARIZE_OPTIONS: &str =
     "budget, target, lookback, keep_head, summary, direction, keep_thinking_valid";
@@ -435,95 +430,6 @@ impl Outcome {
     }
 }
 
-/// The most passes a budget takes: each pass asks for the region to grow past the
-/// previous cut by what the summary left over the budget, so the cut only moves
-/// forward, and a pass that cannot move it ends the loop. Bounded so that a
-/// pathological ledger cannot loop long.
-const BUDGET_PASSES: usize = 8;
-
-/// One pass of a strategy at a token target.
-struct Pass<T> {
-    /// The first retained message (record).
-    cut: usize,
-    /// Tokens of the live history before `cut`.
-    prefix: u64,
-    /// Tokens of the live history after the compaction.
-    after: u64,
-    /// Tokens of the summarized region.
-    region: u64,
-    value: T,
-}
-
-/// What a pass came to.
-enum Step<T> {
-    Done(Pass<T>),
-    /// Nothing to compact past the pinned head.
-    Nothing,
-    /// No legal cut can be used yet (the error to raise if no earlier pass did better).
-    Deferred(PyErr),
-}
-
-/// Runs `pass` at the token target the options ask for: once for a target; for a
-/// budget, again with a larger target while the result is over the budget and the cut
-/// can still move (at most [`BUDGET_PASSES`] passes). Keeps the pass with the fewest
-/// tokens after it, and none when that saves nothing: a compaction that does not
-/// shrink the log is not made. **O(passes)** calls of `pass`.
-fn passes<T>(
-    opts: &Summarize,
-    before: u64,
-    head_tokens: u64,
-    len: usize,
-    mut pass: impl FnMut(u64) -> PyResult<Step<T>>,
-) -> PyResult<Option<Pass<T>>> {
-    let mut target = match (opts.budget, opts.target) {
-        (Some(budget), _) if before <= budget => return Ok(None),
-        (Some(budget), _) => (before - budget).saturating_add(head_tokens),
-        (None, target) => target.unwrap_or(0),
-    };
-    let mut best: Option<Pass<T>> = None;
-    let mut last_cut = None;
-    for _ in 0..BUDGET_PASSES {
-        let done = match pass(target)? {
-            Step::Done(done) => done,
-            Step::Nothing => break,
-            Step::Deferred(e) if best.is_none() => return Err(e),
-            Step::Deferred(_) => break,
-        };
-        if last_cut.is_some_and(|c| c >= done.cut) {
-            break;
-        }
-        last_cut = Some(done.cut);
-        let (cut, prefix, after, region) = (done.cut, done.prefix, done.after, done.region);
-        if best.as_ref().is_none_or(|b| after < b.after) {
-            best = Some(done);
-        }
-        match opts.budget {
-            Some(budget) if after > budget && cut < len => {
-                // after = (before - region) + summary.
-                let summary = (after + region).saturating_sub(before);
-                target = prefix.saturating_add(grow_by(after - budget, region, summary));
-            }
-            _ => break,
-        }
-    }
-    Ok(best.filter(|b| b.after < before))
-}
-
-/// How many more tokens a region must take in to lose `over` tokens, when its summary
-/// keeps about the share of a region's tokens this one's did: `summary / region` of
-/// what it takes in comes back in the ledger, so it takes in
-/// `over / (1 - summary / region)`. Twice `over` when the summary was as large as the
-/// region. Estimating the ledger's growth makes a budget take two passes, typically,
-/// where adding just `over` takes one pass per round of ledger growth. **O(1)**.
-fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
-    let saved = region.saturating_sub(summary);
-    if saved == 0 {
-        return over.saturating_mul(2);
-    }
-    let grown = u128::from(over) * u128::from(region) / u128::from(saved);
-    u64::try_from(grown).unwrap_or(u64::MAX).max(over)
-}
-
 /// Tokens of the live history of `t`. **O(messages)**.
 pub(crate) fn live_tokens(t: &Transcript) -> u64 {
     t.messages[t.live_from()..]
@@ -531,12 +437,11 @@ pub(crate) fn live_tokens(t: &Transcript) -> u64 {
         .fold(0u64, |a, m| a.saturating_add(m.tokens()))
 }
 
-/// `summarize` on any format: [`Loaded::summarize`] (the CLI's `compact --target`),
-/// repeated while a budget is not met (see [`passes`]), each output counted exactly:
-/// a JSON document's summary element read alone (the retained messages keep their
-/// counts), JSON lines read back whole (a summary line takes context from its
-/// neighbours; records carry their own counts). The records summary counts its
-/// text with `counter`. **O(len)** per pass.
+/// `summarize` on any format: one summary at the target
+/// ([`Loaded::summarize_counted`], the CLI's `compact --target`), or, with a budget,
+/// the library's loop toward it ([`Loaded::summarize_within`], the CLI's `compact
+/// --budget` with no `--strategy`): the same code, the same bytes. The records
+/// summary counts its text with `counter`. **O(len)** per pass.
 fn summarize(
     py: Python<'_>,
     text: &str,
@@ -545,12 +450,6 @@ fn summarize(
     counter: &Counter<'_>,
 ) -> PyResult<Outcome> {
     let loaded = load(py, text, format, counter)?;
-    // prefix[k]: tokens of the live positions before position `live + k`.
-    let (live, prefix) = loaded.live_prefix();
-    let before = prefix[prefix.len() - 1];
-    let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
-    let head_tokens = tokens_before(live.saturating_add(opts.keep_head));
-    let len = live + prefix.len() - 1;
     // The records summary's count: the caller's counter when one was given, else
     // the library's estimate (as the CLI's, so that both write the same bytes).
     let count = |units: &[Unit]| {
@@ -558,82 +457,48 @@ fn summarize(
             .count(&summary_text(opts.summary.as_deref().unwrap_or(""), units))
             .unwrap_or_else(|| estimate_summary_tokens(opts.summary.as_deref(), units))
     };
-    let best = passes(opts, before, head_tokens, len, |target| {
-        let done = loaded.summarize(
-            &opts.window(target),
+    let before = loaded.live_tokens();
+    let window = opts.window(opts.target.unwrap_or(0));
+    let (summary, count) = (opts.summary.as_deref(), Some(&count as SummaryCount<'_>));
+    let done = match opts.budget {
+        Some(budget) => loaded.summarize_within(
+            budget,
+            &window,
             opts.keep_head,
-            opts.summary.as_deref(),
-            Some(&count),
-        );
-        counter.take_error()?;
-        let (done, invalidated) = match done.map(|d| (d.summary, d.invalidated.len())) {
-            Ok((done, _)) if done.head == done.cut => return Ok(Step::Nothing),
-            Ok(done) => done,
-            Err(SummarizeError::Rewrite(
-                e @ (rewrite::RewriteError::Plan(_) | rewrite::RewriteError::Deferred(_)),
-            )) => {
-                return Ok(Step::Deferred(errors::rewrite(py, &e)));
-            }
-            Err(SummarizeError::Rewrite(e)) => return Err(errors::rewrite(py, &e)),
-            Err(e) => return Err(errors::cutpoint(py, e.to_string())),
-        };
-        // (Gemini CLI's summary element takes an id and context from its neighbour:
-        // read back whole, as the JSON lines are.)
-        let (after, summary) = if format.is_json_document() && format != Format::GeminiCli {
-            // The summary element exactly as the rewrite writes it into a document
-            // (the one ledger renderer's text in the format's shape), read alone to
-            // count it: the retained messages keep their counts, so no re-read of
-            // the whole output is needed.
-            let text = SummaryParts::new(
-                opts.summary
-                    .as_deref()
-                    .unwrap_or(DEFAULT_SUMMARY)
-                    .to_owned(),
-                done.ledger.clone(),
-                done.orphans.clone(),
-            )
-            .text();
-            let message = rewrite::summary_message(format, &text, ByteEstimate.count(&text));
-            let alone = read(py, &format!("[{message}]"), format, counter)?;
-            let kept = before.saturating_sub(done.tokens);
-            (kept.saturating_add(live_tokens(&alone)), Some(message))
-        } else {
-            // JSON lines: the summary line takes context from its neighbours, and a
-            // Claude Code summary starts a new history; read the output back.
-            let out = read(py, &done.text, format, counter)?;
-            let summary = out.messages.get(done.head).map(|m| {
-                m.spans
-                    .iter()
-                    .map(|s| done.text.get(s.clone()).unwrap_or_default())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-            (live_tokens(&out), summary)
-        };
-        Ok(Step::Done(Pass {
-            cut: done.cut,
-            prefix: tokens_before(done.cut),
-            after,
-            region: done.tokens,
-            value: Outcome {
-                head: done.head,
-                cut: done.cut,
-                tokens_before: before,
-                tokens_after: after,
-                summarized_tokens: done.tokens,
-                ledger: done.ledger,
-                summary,
-                text: Some(done.text),
-                invalidated,
-                simple: false,
-                stripped: false,
-            },
-        }))
-    })?;
-    let Some(best) = best else {
+            summary,
+            count,
+            counter.get(),
+        ),
+        None => loaded
+            .summarize_counted(&window, opts.keep_head, summary, count, counter.get())
+            .map(Some),
+    };
+    counter.take_error()?;
+    let best = match done {
+        Ok(done) => done.filter(|d| d.shrank()),
+        // A deferral (no legal cut, the head still open) raises `DeferError`.
+        Err(SummarizeError::Rewrite(e)) => return Err(errors::rewrite(py, &e)),
+        Err(e) => return Err(errors::cutpoint(py, e.to_string())),
+    };
+    let best = best.map(|d| {
+        let s = d.summarized.summary;
+        Outcome {
+            head: s.head,
+            cut: s.cut,
+            tokens_before: before,
+            tokens_after: d.tokens_after,
+            summarized_tokens: s.tokens,
+            ledger: s.ledger,
+            summary: d.message,
+            text: Some(s.text),
+            invalidated: d.summarized.invalidated.len(),
+            simple: false,
+            stripped: false,
+        }
+    });
+    let Some(mut outcome) = best else {
         return Ok(Outcome::unchanged(before));
     };
-    let mut outcome = best.value;
     if opts.keep_thinking_valid && outcome.invalidated > 0 {
         // The CLI's default on a summary at a target: the same code
         // (`Loaded::keep_thinking_valid`), the same refusal.
@@ -663,7 +528,7 @@ fn summarize(
 /// `arguments`, `status`, `first_line`), `summary` (the summary message as JSON
 /// text), and `invalidated_thinking` (how many thinking blocks and reasoning items the
 /// output invalidates for their provider's prefix binding; 0 with
-/// `keep_thinking_valid`). **O(len)** per pass for `summarize` (at most `BUDGET_PASSES` passes to meet
+/// `keep_thinking_valid`). **O(len)** per pass for `summarize` (at most `cutpoint::format::loaded::BUDGET_PASSES` passes to meet
 /// a budget); **O(len)** plus what the stages cost for the others.
 #[pyfunction]
 #[pyo3(signature = (text, format = "auto", strategy = "summarize", options = None, token_counter = None))]

@@ -81,8 +81,27 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
         else:
             assert done.returncode == 3, f"{case}: {done.stderr!r}"
             assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
-    # Python's `summarize` is the CLI's `--target` route (one summary at a token
-    # target), not the pipeline's summarize stage.
+    # Python's `summarize` with a budget is the CLI's `compact --budget` with no
+    # `--strategy` (the library's `Loaded::summarize_within`): the same bytes, and
+    # the same verdict.
+    for share in (45, 70):
+        budget = max(1, live * share // 100)
+        done = subprocess.run([str(cli()), "compact", "--budget", str(budget), str(path)], capture_output=True)
+        case = f"{name} summarize --budget {budget}"
+        try:
+            report = cutpoint.compact_report(text, strategy="summarize", budget=budget)
+        except cutpoint.DeferError:
+            assert done.returncode == 3, f"{case}: Python deferred, the CLI did not: {done.stderr!r}"
+            continue
+        if done.returncode == 0:
+            assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
+            out = report.messages if isinstance(report.messages, str) else text
+            assert out.encode() == done.stdout, f"{case}: different bytes"
+        else:
+            assert done.returncode == 3, f"{case}: {done.stderr!r}"
+            assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+    # Python's `summarize` at a target is the CLI's `--target` route (one summary at a
+    # token target), not the pipeline's summarize stage.
     target = max(1, live * 55 // 100)
     done = subprocess.run([str(cli()), "compact", "--target", str(target), str(path)], capture_output=True)
     case = f"{name} summarize --target {target}"

@@ -91,6 +91,58 @@ pub enum SummarizeError {
     /// The summary could not be applied to the records log.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The output did not read back to be counted (a bug: every output reads back).
+    #[error("the summarized log does not read back: {0}")]
+    ReadBack(String),
+}
+
+/// A summary at one target with the live history after it counted
+/// ([`Loaded::summarize_counted`]), or the best of several toward a budget
+/// ([`Loaded::summarize_within`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Counted {
+    /// The summary, as [`Loaded::summarize`] made it.
+    pub summarized: Summarized,
+    /// Tokens of the live history before it.
+    pub tokens_before: u64,
+    /// Tokens of the live history after it, counted by the counter given.
+    pub tokens_after: u64,
+    /// The summary message as written (a document's element, or the JSON lines of
+    /// the summarized position, the summary record for records JSONL); `None` when
+    /// nothing was compacted.
+    pub message: Option<String>,
+    /// How many summaries were made to get here (1 for a target).
+    pub passes: usize,
+}
+
+impl Counted {
+    /// Whether it compacted anything and the log got smaller. **O(1)**.
+    pub fn shrank(&self) -> bool {
+        let s = &self.summarized.summary;
+        s.head < s.cut && self.tokens_after < self.tokens_before
+    }
+}
+
+/// The most summaries [`Loaded::summarize_within`] makes: each asks for the region
+/// to grow past the previous cut by what the last left over the budget, so the cut
+/// only moves forward, and one that cannot move it ends the loop. Bounded so that a
+/// pathological ledger cannot loop long.
+pub const BUDGET_PASSES: usize = 8;
+
+/// How many more tokens a region must take in to lose `over` tokens, when its summary
+/// keeps about the share of a region's tokens this one's did: `summary / region` of
+/// what it takes in comes back in the ledger, so it takes in
+/// `over / (1 - summary / region)`. Twice `over` when the summary was as large as the
+/// region. Estimating the ledger's growth makes a budget take two passes, typically,
+/// where adding just `over` takes one pass per round of ledger growth. **O(1)**.
+fn grow_by(over: u64, region: u64, summary: u64) -> u64 {
+    let saved = region.saturating_sub(summary);
+    if saved == 0 {
+        return over.saturating_mul(2);
+    }
+    let grown = u128::from(over) * u128::from(region) / u128::from(saved);
+    u64::try_from(grown).unwrap_or(u64::MAX).max(over)
 }
 
 /// Records JSONL asked for a provider's native compaction ([`Loaded::native_cut`]).
@@ -396,6 +448,165 @@ impl<'a> Loaded<'a> {
             Loaded::Transcript { transcript, .. } => Ok(keep_recent_cut(transcript, kind, keep)),
             _ => Err(NoNativeCompaction),
         }
+    }
+
+    /// The log as text, unchanged: the input it was read from, or, for records JSONL
+    /// streamed rather than held whole, its entries written back as records JSONL.
+    /// **O(1)** for held input, **O(len)** otherwise.
+    pub fn text(&self) -> Cow<'a, str> {
+        match self {
+            Loaded::Transcript { input, .. } => Cow::Borrowed(input),
+            Loaded::Records { input, .. } if !input.is_empty() => Cow::Borrowed(input),
+            Loaded::Records { log, .. } => Cow::Owned(write_records(log)),
+            Loaded::Unjudged { entries, .. } => {
+                let mut out = Vec::new();
+                for entry in entries {
+                    // Writing to a Vec cannot fail.
+                    let _ = records::write_entry(&mut out, entry);
+                }
+                Cow::Owned(String::from_utf8(out).unwrap_or_default())
+            }
+        }
+    }
+
+    /// [`summarize`](Self::summarize), with the live history after it counted by
+    /// `counter`: a JSON document's summary element read alone (the retained
+    /// messages keep their counts), JSON lines read back whole (a summary line takes
+    /// context from its neighbours), records JSONL read back (records carry their
+    /// counts). What `cutpoint compact --target` and Python's `summarize` write.
+    /// **O(len)**.
+    ///
+    /// # Errors
+    /// As [`summarize`](Self::summarize); [`SummarizeError::ReadBack`] if the output
+    /// does not read back (a bug).
+    pub fn summarize_counted(
+        &self,
+        window: &Window,
+        keep_head: usize,
+        summary: Option<&str>,
+        summary_tokens: Option<SummaryCount<'_>>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Counted, SummarizeError> {
+        let before = self.live_tokens();
+        let done = self.summarize(window, keep_head, summary, summary_tokens)?;
+        let s = &done.summary;
+        if s.head == s.cut {
+            return Ok(Counted {
+                summarized: done,
+                tokens_before: before,
+                tokens_after: before,
+                message: None,
+                passes: 1,
+            });
+        }
+        let format = self.format();
+        let (tokens_after, message) = if format.is_json_document() && format != Format::GeminiCli {
+            // The summary element exactly as the rewrite writes it into a document
+            // (the one ledger renderer's text in the format's shape), read alone:
+            // no re-read of the whole output is needed.
+            let text = compact::SummaryParts::new(
+                summary.unwrap_or(DEFAULT_SUMMARY).to_owned(),
+                s.ledger.clone(),
+                s.orphans.clone(),
+            )
+            .text();
+            let message = rewrite::summary_message(format, &text, super::ByteEstimate.count(&text));
+            let alone = super::read(&format!("[{message}]"), format, counter)
+                .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
+            let kept = before.saturating_sub(s.tokens);
+            (kept.saturating_add(alone.live_tokens()), Some(message))
+        } else {
+            // JSON lines (Gemini CLI's summary element takes an id and context from
+            // its neighbour too): the output read back whole.
+            let out = super::read(&s.text, format, counter)
+                .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
+            let message = out.messages.get(s.head).map(|m| {
+                m.spans
+                    .iter()
+                    .map(|r| s.text.get(r.clone()).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            (out.live_tokens(), message)
+        };
+        Ok(Counted {
+            summarized: done,
+            tokens_before: before,
+            tokens_after,
+            message,
+            passes: 1,
+        })
+    }
+
+    /// One summary that brings the live history within `budget` tokens, if one can:
+    /// [`summarize_counted`](Self::summarize_counted) at the target the budget asks
+    /// for (the live tokens over the budget, past the pinned head), and again with a
+    /// larger target while the result is over the budget and the cut can still move
+    /// (at most [`BUDGET_PASSES`] summaries, each from the input, never from an
+    /// earlier output). `window` gives the lookback, direction and argument policy;
+    /// its target is set each pass. Returns the summary with the fewest tokens after
+    /// it, which may still be over the budget, or `None` when the log is within the
+    /// budget already or no summary makes it smaller. What `cutpoint compact
+    /// --budget` (with no `--strategy`) and Python's `summarize` with a budget run.
+    /// **O(passes x len)**.
+    ///
+    /// # Errors
+    /// As [`summarize_counted`](Self::summarize_counted), from the first pass only:
+    /// a later pass that defers ends the loop with the best so far.
+    pub fn summarize_within(
+        &self,
+        budget: u64,
+        window: &Window,
+        keep_head: usize,
+        summary: Option<&str>,
+        summary_tokens: Option<SummaryCount<'_>>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<Counted>, SummarizeError> {
+        let (live, prefix) = self.live_prefix();
+        let before = prefix[prefix.len() - 1];
+        if before <= budget {
+            return Ok(None);
+        }
+        let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
+        let len = live + prefix.len() - 1;
+        let mut target =
+            (before - budget).saturating_add(tokens_before(live.saturating_add(keep_head)));
+        let mut best: Option<Counted> = None;
+        let mut last_cut = None;
+        for pass in 1..=BUDGET_PASSES {
+            let mut w = window.clone();
+            w.target_tokens = target;
+            let done = match self.summarize_counted(&w, keep_head, summary, summary_tokens, counter)
+            {
+                Ok(done) => done,
+                Err(SummarizeError::Rewrite(RewriteError::Plan(_) | RewriteError::Deferred(_)))
+                    if best.is_some() =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let s = &done.summarized.summary;
+            let (cut, region, after) = (s.cut, s.tokens, done.tokens_after);
+            if s.head == s.cut || last_cut.is_some_and(|c| c >= cut) {
+                break;
+            }
+            last_cut = Some(cut);
+            if best.as_ref().is_none_or(|b| after < b.tokens_after) {
+                best = Some(Counted {
+                    passes: pass,
+                    ..done
+                });
+            }
+            if after <= budget || cut >= len {
+                break;
+            }
+            // after = (before - region) + summary.
+            let summary_tokens = (after + region).saturating_sub(before);
+            target =
+                tokens_before(cut).saturating_add(grow_by(after - budget, region, summary_tokens));
+        }
+        Ok(best.filter(Counted::shrank))
     }
 
     /// Replaces the region before the legal cut nearest `window`'s target by one

@@ -240,8 +240,17 @@ fn bad_flag_combinations_are_refused() {
     );
     let out = cutpoint(&["compact", "--strategy", "pipeline", "-"], LOG.as_bytes());
     assert_eq!(out.status.code(), Some(2));
-    let out = cutpoint(&["compact", "--budget", "5", "-"], LOG.as_bytes());
-    assert_eq!(out.status.code(), Some(2), "--budget needs --strategy");
+    // --budget with no --strategy is one summary within the budget; not with a target.
+    let out = cutpoint(
+        &["compact", "--budget", "5", "--target", "9", "-"],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2), "--budget with --target");
+    let out = cutpoint(
+        &["compact", "--budget", "5", "--keep", "9", "-"],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2), "--budget with --keep");
 }
 
 #[test]
@@ -350,6 +359,16 @@ fn stats_tokens(log: &[u8]) -> u64 {
     v["tokens"].as_u64().expect("tokens")
 }
 
+/// `compact [--strategy S] --budget B -`; no `--strategy` for an empty `strategy`.
+fn budget_args<'a>(strategy: &'a str, budget: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["compact"];
+    if !strategy.is_empty() {
+        args.extend(["--strategy", strategy]);
+    }
+    args.extend(["--budget", budget, "-"]);
+    args
+}
+
 /// A budget met is met by the printed log, as `stats` reads it back: the strategies
 /// size their digests and summaries by an estimate, and the written JSON can read
 /// larger, so the run goes again on its output or says it is over budget (exit 3).
@@ -365,13 +384,11 @@ fn a_budget_met_holds_for_the_output_read_back() {
     ] {
         let input = std::fs::read(dir.join(name)).unwrap();
         let total = stats_tokens(&input);
-        for strategy in ["clear", "digest", "summarize", "slide", "pipeline"] {
+        // "": no --strategy, one summary within the budget (Python's `summarize`).
+        for strategy in ["clear", "digest", "summarize", "slide", "pipeline", ""] {
             for share in [60, 80] {
                 let budget = (total * share / 100).to_string();
-                let out = cutpoint(
-                    &["compact", "--strategy", strategy, "--budget", &budget, "-"],
-                    &input,
-                );
+                let out = cutpoint(&budget_args(strategy, &budget), &input);
                 let code = out.status.code();
                 *exits.entry(code).or_insert(0) += 1;
                 match code {
@@ -389,7 +406,7 @@ fn a_budget_met_holds_for_the_output_read_back() {
 }
 
 /// The fixed point from the command line, records JSONL and every provider format:
-/// a second `compact --strategy S --budget B` on the output of a first that met `B`
+/// a second `compact [--strategy S] --budget B` on the output of a first that met `B`
 /// prints its input byte for byte, exits 0 and says the log is within budget.
 #[test]
 fn compacting_an_output_again_with_its_budget_changes_nothing() {
@@ -414,10 +431,11 @@ fn compacting_an_output_again_with_its_budget_changes_nothing() {
             "slide",
             "truncate",
             "pipeline",
+            "",
         ] {
             for percent in [40, 70] {
                 let budget = (total * percent / 100).to_string();
-                let args = ["compact", "--strategy", strategy, "--budget", &budget, "-"];
+                let args = budget_args(strategy, &budget);
                 let once = cutpoint(&args, &input);
                 if once.status.code() != Some(0) {
                     continue;
