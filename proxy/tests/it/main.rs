@@ -5,5 +5,6 @@
 mod check;
 mod compact;
 mod hostile;
+mod load;
 mod passthrough;
 mod support;
