@@ -397,6 +397,12 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Each chunk of a streamed answer goes to the agent when the upstream's
+        // arrives, not held back for the ACK of the previous one (Nagle's algorithm
+        // and the agent's delayed ACK stall a small write up to 40 ms on Linux).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
         let proxy = Arc::clone(&proxy);
         let service = service_fn(move |request| {
             let proxy = Arc::clone(&proxy);

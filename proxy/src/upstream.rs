@@ -66,6 +66,16 @@ fn drop_hop_by_hop(headers: &mut HeaderMap) {
     headers.remove("proxy-connection");
 }
 
+/// The TCP connector under TLS, as hyper-rustls builds it (`https_or_http` checks
+/// the scheme), with `TCP_NODELAY`: the request goes out when written, not held back
+/// for the ACK of its previous segment (Nagle's algorithm). **O(1)**.
+fn tcp() -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http
+}
+
 impl Upstream {
     /// The client for `base`. **O(roots)**.
     pub(crate) fn new(base: &Uri) -> Result<Self, UpstreamError> {
@@ -80,7 +90,7 @@ impl Upstream {
             .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())?
             .https_or_http()
             .enable_http1()
-            .build();
+            .wrap_connector(tcp());
         Ok(Upstream {
             scheme,
             authority,

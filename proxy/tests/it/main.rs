@@ -5,6 +5,7 @@
 mod check;
 mod compact;
 mod hostile;
+mod load;
 mod passthrough;
 mod repair;
 mod support;

@@ -1,0 +1,281 @@
+//! What the proxy adds to a request, over loopback, against the direct path in the
+//! same run: a stand-in upstream (hyper) and the proxy in front of it (check mode)
+//! started once in one tokio runtime; each request sent to the stand-in directly and
+//! through the proxy.
+//!
+//! - `round_trip/{direct,proxy}/BODY`: one request at a time, answered `{}` at once,
+//!   the answer read whole.
+//! - `ttfb/{direct,proxy}/BODY`: one request at a time, answered with a recorded
+//!   Anthropic stream in chunks: the time to its first body frame (the rest is read
+//!   outside the timing).
+//! - `concurrent32/{direct,proxy}/BODY`: 32 requests in flight at once, answered
+//!   `{}`; the reported time is per request (a batch's time over 32).
+//!
+//! Bodies, as in `examples/overhead.rs`: a one-message Anthropic request, and the real
+//! requests Claude Code (78 messages, 65 KB) and Codex (287 items, 42 KB) send for a
+//! next turn (`tests/fixtures`). Loopback only; short by default (CI builds it only):
+//! `cargo bench -p cutpoint-proxy --bench latency`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use cutpoint_proxy::{Config, Proxy};
+use http_body_util::channel::Channel;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::task::JoinSet;
+
+/// Requests in flight at once in the concurrent group.
+const IN_FLIGHT: usize = 32;
+
+/// The header asking the stand-in for a streamed answer (it passes the proxy as any
+/// end-to-end header does).
+const STREAM: &str = "x-bench-stream";
+
+type Agent = Client<HttpConnector, Full<Bytes>>;
+
+/// A fixture of `proxy/tests/fixtures`.
+fn fixture(name: &str) -> Bytes {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    Bytes::from(std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
+/// Starts the stand-in upstream: reads each request whole, answers `{}` at once, or
+/// `sse` in chunks of 200 bytes when asked for a stream.
+async fn stand_in(sse: Bytes) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            // As a provider's server does: a chunk of a stream goes out when written,
+            // not held back for the previous one's ACK (Nagle's algorithm).
+            let _ = stream.set_nodelay(true);
+            let sse = sse.clone();
+            let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let sse = sse.clone();
+                async move {
+                    let streamed = req.headers().contains_key(STREAM);
+                    let _ = req.into_body().collect().await;
+                    if !streamed {
+                        let body = Full::new(Bytes::from_static(b"{}")).boxed_unsync();
+                        return Ok::<_, Infallible>(hyper::Response::new(body));
+                    }
+                    let (mut tx, body) = Channel::<Bytes>::new(4);
+                    tokio::spawn(async move {
+                        for at in (0..sse.len()).step_by(200) {
+                            let chunk = sse.slice(at..(at + 200).min(sse.len()));
+                            if tx.send_data(chunk).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    let response = hyper::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(body.boxed_unsync())
+                        .expect("response");
+                    Ok(response)
+                }
+            });
+            tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+        }
+    });
+    addr
+}
+
+/// The stand-in, the proxy in front of it, and the agent's client, on one runtime.
+struct Setup {
+    runtime: Runtime,
+    direct: SocketAddr,
+    proxy: SocketAddr,
+    client: Agent,
+}
+
+impl Setup {
+    fn start() -> Setup {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let sse = fixture("anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt");
+        let (direct, proxy, client) = runtime.block_on(async {
+            let direct = stand_in(sse).await;
+            let proxy = Arc::new(
+                Proxy::new(Config::new(
+                    format!("http://{direct}").parse().expect("url"),
+                ))
+                .expect("proxy"),
+            );
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let via = listener.local_addr().expect("addr");
+            tokio::spawn(cutpoint_proxy::serve(
+                listener,
+                proxy,
+                std::future::pending(),
+            ));
+            // The agent's side on TCP_NODELAY too, so that only the proxy's own
+            // sockets differ between the two paths.
+            let mut http = HttpConnector::new();
+            http.set_nodelay(true);
+            let client: Agent = Client::builder(TokioExecutor::new()).build(http);
+            (direct, via, client)
+        });
+        Setup {
+            runtime,
+            direct,
+            proxy,
+            client,
+        }
+    }
+}
+
+fn request(
+    addr: SocketAddr,
+    path: &str,
+    body: &Bytes,
+    streamed: bool,
+) -> hyper::Request<Full<Bytes>> {
+    let mut req = hyper::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/json");
+    if streamed {
+        req = req.header(STREAM, "1");
+    }
+    req.body(Full::new(body.clone())).expect("request")
+}
+
+/// One round trip, the answer read whole.
+async fn round_trip(client: &Agent, addr: SocketAddr, path: &str, body: &Bytes) {
+    let response = client
+        .request(request(addr, path, body, false))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 200);
+    let _ = response.into_body().collect().await.expect("the body");
+}
+
+/// One streamed request: the time to the first body frame; the rest is read after.
+async fn first_byte(client: &Agent, addr: SocketAddr, path: &str, body: &Bytes) -> Duration {
+    let start = Instant::now();
+    let response = client
+        .request(request(addr, path, body, true))
+        .await
+        .expect("an answer");
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let first = body.frame().await.expect("a frame").expect("no error");
+    let ttfb = start.elapsed();
+    assert!(first.is_data());
+    let _ = body.collect().await.expect("the rest");
+    ttfb
+}
+
+fn latency(c: &mut Criterion) {
+    let setup = Setup::start();
+    let small = Bytes::from_static(
+        br#"{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    let bodies = [
+        ("small", "/v1/messages", small),
+        (
+            "claude_code",
+            "/v1/messages",
+            fixture("anthropic-request__claude-reliability__python-to-rust-port.json"),
+        ),
+        (
+            "codex",
+            "/v1/responses",
+            fixture("openai-responses-request__localpush__rollout-12-41-04-parallel7.json"),
+        ),
+    ];
+    let paths = [("direct", setup.direct), ("proxy", setup.proxy)];
+    let (runtime, client) = (&setup.runtime, &setup.client);
+
+    let mut group = c.benchmark_group("round_trip");
+    for (name, path, body) in &bodies {
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        for (via, addr) in paths {
+            group.bench_with_input(BenchmarkId::new(via, name), body, |b, body| {
+                b.iter_custom(|iters| {
+                    runtime.block_on(async {
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            round_trip(client, addr, path, body).await;
+                        }
+                        start.elapsed()
+                    })
+                });
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("ttfb");
+    for (name, path, body) in &bodies[..2] {
+        for (via, addr) in paths {
+            group.bench_with_input(BenchmarkId::new(via, name), body, |b, body| {
+                b.iter_custom(|iters| {
+                    runtime.block_on(async {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            total += first_byte(client, addr, path, body).await;
+                        }
+                        total
+                    })
+                });
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("concurrent{IN_FLIGHT}"));
+    // Per request: each iteration is a batch of IN_FLIGHT, its time divided by it.
+    group.throughput(Throughput::Elements(1));
+    for (name, path, body) in &bodies[..2] {
+        for (via, addr) in paths {
+            group.bench_with_input(BenchmarkId::new(via, name), body, |b, body| {
+                b.iter_custom(|iters| {
+                    runtime.block_on(async {
+                        let start = Instant::now();
+                        for _ in 0..iters {
+                            let mut batch = JoinSet::new();
+                            for _ in 0..IN_FLIGHT {
+                                let (client, body) = (client.clone(), body.clone());
+                                let path = *path;
+                                batch.spawn(async move {
+                                    round_trip(&client, addr, path, &body).await;
+                                });
+                            }
+                            while let Some(done) = batch.join_next().await {
+                                done.expect("a request");
+                            }
+                        }
+                        start.elapsed() / IN_FLIGHT as u32
+                    })
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    // Short by default: CI only builds it (`cargo bench --no-run`); lengthen a run
+    // with `-- --measurement-time 10 --sample-size 50`.
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = latency
+}
+criterion_main!(benches);

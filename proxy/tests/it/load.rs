@@ -1,0 +1,382 @@
+//! Many sessions at once through one proxy, bounded in count (64 sessions of 8
+//! requests, and 8 broken requests among them), loopback only: every answer arrives
+//! whole and is the one the stand-in sent for that very request, every request
+//! reaches the stand-in byte for byte and exactly once, every broken one is refused
+//! and never forwarded, and `/metrics` agrees with the counts. No timing assertion.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::channel::Channel;
+use http_body_util::{BodyExt, Empty, Full};
+
+use crate::support::*;
+
+/// Concurrent sessions, each its own client (its own connections), as separate
+/// agents are.
+const SESSIONS: u64 = 64;
+/// Well-formed requests per session, sent one after the other.
+const PER_SESSION: u64 = 8;
+/// Sessions (the first ones) that also send one broken request among their own.
+const BROKEN: u64 = 8;
+
+/// Guards a wait that a broken proxy would never end (no timing assertion: the
+/// whole test takes a second or two).
+const HANG: Duration = Duration::from_secs(120);
+
+/// What every request carries, followed by its id; the stand-in echoes the id.
+const MARK: &str = "cutpoint-load-";
+
+/// The id a body carries after [`MARK`]. **O(len)**.
+fn id_of(body: &[u8]) -> Option<u64> {
+    let at = body
+        .windows(MARK.len())
+        .position(|w| w == MARK.as_bytes())?
+        + MARK.len();
+    let digits: String = body[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .map(|&b| char::from(b))
+        .collect();
+    digits.parse().ok()
+}
+
+/// One request of the test, as sent.
+#[derive(Clone, Debug)]
+struct Sent {
+    id: u64,
+    path: &'static str,
+    body: Bytes,
+}
+
+/// Filler of `n` bytes, different per id, for bodies of different sizes.
+fn pad(id: u64, n: usize) -> String {
+    let word = format!("line {id} of a tool's output; ");
+    word.repeat(n / word.len() + 1)[..n].to_owned()
+}
+
+/// A well-formed request of one of the three APIs, of `pairs` answered tool calls
+/// with results of `result_bytes` each, carrying `id`.
+fn request(id: u64) -> Sent {
+    // Streamed or not independently of the API (which is `id % 3`).
+    let stream = id % 4 != 0;
+    let pairs = (id % 11) as usize;
+    let result_bytes = (id % 7) as usize * 700;
+    // Two real requests among them: what Claude Code and Codex send for a next turn
+    // (proxy/tests/fixtures/SOURCES.md), tens of KB, the id put in a field the
+    // rules do not read.
+    match id % 16 {
+        5 => {
+            let fixture =
+                fixture("anthropic-request__claude-reliability__python-to-rust-port.json");
+            return Sent {
+                id,
+                path: "/v1/messages",
+                body: insert_after_brace(
+                    &fixture,
+                    &format!(r#""metadata":{{"user_id":"{MARK}{id}"}},"#),
+                ),
+            };
+        }
+        11 => {
+            let fixture =
+                fixture("openai-responses-request__localpush__rollout-12-41-04-parallel7.json");
+            return Sent {
+                id,
+                path: "/v1/responses",
+                body: insert_after_brace(&fixture, &format!(r#""user":"{MARK}{id}","#)),
+            };
+        }
+        _ => {}
+    }
+    let result = pad(id, result_bytes);
+    let (path, body) = match id % 3 {
+        0 => {
+            let mut messages = vec![format!(
+                r#"{{"role":"user","content":"{MARK}{id}: where does the parser fail?"}}"#
+            )];
+            for j in 0..pairs {
+                messages.push(format!(
+                    r#"{{"role":"assistant","content":[{{"type":"text","text":"Step {j}."}},{{"type":"tool_use","id":"toolu_{id}_{j}","name":"read_file","input":{{"path":"src/f{j}.rs"}}}}]}}"#
+                ));
+                messages.push(format!(
+                    r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{id}_{j}","content":"{result}"}}]}}"#
+                ));
+            }
+            (
+                "/v1/messages",
+                format!(
+                    r#"{{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":{stream},"messages":[{}]}}"#,
+                    messages.join(",")
+                ),
+            )
+        }
+        1 => {
+            let mut messages = vec![
+                r#"{"role":"system","content":"You are a coding agent."}"#.to_owned(),
+                format!(r#"{{"role":"user","content":"{MARK}{id}: where does the parser fail?"}}"#),
+            ];
+            for j in 0..pairs {
+                messages.push(format!(
+                    r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_{id}_{j}","type":"function","function":{{"name":"read_file","arguments":"{{\"path\":\"src/f{j}.rs\"}}"}}}}]}}"#
+                ));
+                messages.push(format!(
+                    r#"{{"role":"tool","tool_call_id":"call_{id}_{j}","content":"{result}"}}"#
+                ));
+            }
+            (
+                "/v1/chat/completions",
+                format!(
+                    r#"{{"model":"gpt-4o","stream":{stream},"messages":[{}]}}"#,
+                    messages.join(",")
+                ),
+            )
+        }
+        _ => {
+            let mut input = vec![format!(
+                r#"{{"type":"message","role":"user","content":"{MARK}{id}: where does the parser fail?"}}"#
+            )];
+            for j in 0..pairs {
+                input.push(format!(
+                    r#"{{"type":"function_call","call_id":"call_{id}_{j}","name":"read_file","arguments":"{{\"path\":\"src/f{j}.rs\"}}"}}"#
+                ));
+                input.push(format!(
+                    r#"{{"type":"function_call_output","call_id":"call_{id}_{j}","output":"{result}"}}"#
+                ));
+            }
+            (
+                "/v1/responses",
+                format!(
+                    r#"{{"model":"gpt-5","stream":{stream},"input":[{}]}}"#,
+                    input.join(",")
+                ),
+            )
+        }
+    };
+    Sent {
+        id,
+        path,
+        body: Bytes::from(body),
+    }
+}
+
+/// `json` (an object) with `field` put first. **O(len)**.
+fn insert_after_brace(json: &[u8], field: &str) -> Bytes {
+    assert_eq!(json.first(), Some(&b'{'));
+    let mut out = Vec::with_capacity(json.len() + field.len());
+    out.push(b'{');
+    out.extend_from_slice(field.as_bytes());
+    out.extend_from_slice(&json[1..]);
+    Bytes::from(out)
+}
+
+/// An Anthropic request with a `tool_result` that answers no `tool_use`.
+fn broken(id: u64) -> Sent {
+    Sent {
+        id,
+        path: "/v1/messages",
+        body: Bytes::from(format!(
+            r#"{{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{{"role":"user","content":"{MARK}{id}: hi"}},{{"role":"assistant","content":"Hello."}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_ghost_{id}","content":"42"}}]}}]}}"#
+        )),
+    }
+}
+
+/// The answer the stand-in sends to request `id` on `path`: an SSE stream in
+/// several chunks, cut mid-event, when `streamed`; one JSON body otherwise. Unique
+/// per request, so an answer delivered to the wrong request is caught.
+fn reply(id: u64, path: &str, streamed: bool) -> Vec<Bytes> {
+    if !streamed {
+        return vec![Bytes::from(format!(
+            r#"{{"id":"reply_{id}","path":"{path}","content":[{{"type":"text","text":"Answer to {MARK}{id}."}}]}}"#
+        ))];
+    }
+    let mut text = format!(
+        "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"reply_{id}\",\"path\":\"{path}\"}}}}\n\n"
+    );
+    for part in 0..3 + id % 5 {
+        text.push_str(&format!(
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"part {part} of the answer to {MARK}{id}\"}}}}\n\n"
+        ));
+    }
+    text.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    let size = 40 + (id % 23) as usize;
+    text.as_bytes()
+        .chunks(size)
+        .map(Bytes::copy_from_slice)
+        .collect()
+}
+
+/// The stand-in's answer: the chunks of [`reply`] for the id the request carries,
+/// each after a short pause when streamed; 500 for a request with no id.
+fn respond(got: &Received) -> Response<Reply> {
+    let Some(id) = id_of(&got.body) else {
+        return Response::builder()
+            .status(500)
+            .body(full("no request id"))
+            .unwrap();
+    };
+    let streamed = serde_json::from_slice::<serde_json::Value>(&got.body)
+        .ok()
+        .and_then(|v| v["stream"].as_bool())
+        .unwrap_or(false);
+    let chunks = reply(id, &got.path, streamed);
+    if !streamed {
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(full(chunks.concat()))
+            .unwrap();
+    }
+    let (mut tx, body) = Channel::<Bytes>::new(2);
+    tokio::spawn(async move {
+        for chunk in chunks {
+            tokio::time::sleep(Duration::from_millis(1 + id % 3)).await;
+            if tx.send_data(chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(body.boxed_unsync())
+        .unwrap()
+}
+
+/// Sends `sent` through the proxy with `client` and reads the answer whole.
+async fn send(
+    client: &hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        Full<Bytes>,
+    >,
+    proxy: &str,
+    sent: &Sent,
+) -> Answer {
+    let req = Request::post(format!("{proxy}{}", sent.path))
+        .header("content-type", "application/json")
+        .body(Full::new(sent.body.clone()))
+        .unwrap();
+    let response = client.request(req).await.expect("the proxy answers");
+    whole(response).await
+}
+
+/// The value of the counter line `name` in a Prometheus text.
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{name} not in\n{text}"))
+        .parse()
+        .expect("a count")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_sessions_at_once_get_their_own_answers_and_the_upstream_gets_every_request_once() {
+    let upstream = StandIn::start(respond).await;
+    let mut proxy = Running::start(upstream.config()).await;
+    let base = proxy.url("");
+    let sessions: Vec<_> = (0..SESSIONS)
+        .map(|s| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                let client = client::<Full<Bytes>>();
+                let mut forwarded = Vec::new();
+                for k in 0..PER_SESSION {
+                    // The broken request comes mid-session, while the other
+                    // sessions' requests are in flight.
+                    if s < BROKEN && k == PER_SESSION / 2 {
+                        let bad = broken(1_000_000 + s);
+                        let answer = send(&client, &base, &bad).await;
+                        assert_eq!(answer.status, 400, "{}", answer.text());
+                        assert_eq!(
+                            answer.headers["x-cutpoint-refused"],
+                            "anthropic/unexpected-tool-result"
+                        );
+                        assert_eq!(answer.json()["type"], "error", "{}", answer.text());
+                    }
+                    let sent = request(s * 100 + k);
+                    let answer = send(&client, &base, &sent).await;
+                    assert_eq!(answer.status, 200, "{}: {}", sent.id, answer.text());
+                    let streamed = serde_json::from_slice::<serde_json::Value>(&sent.body).unwrap()
+                        ["stream"]
+                        .as_bool()
+                        .unwrap_or(false);
+                    assert!(
+                        answer.body == reply(sent.id, sent.path, streamed).concat(),
+                        "request {} got another answer, or a changed one:\n{}",
+                        sent.id,
+                        answer.text()
+                    );
+                    forwarded.push(sent);
+                }
+                forwarded
+            })
+        })
+        .collect();
+    let mut sent = Vec::new();
+    for session in sessions {
+        let done = tokio::time::timeout(HANG, session)
+            .await
+            .expect("every session ends")
+            .expect("a session's checks passed");
+        sent.extend(done);
+    }
+    let good = SESSIONS * PER_SESSION;
+    assert_eq!(sent.len() as u64, good);
+    assert!(
+        sent.iter().filter(|s| s.body.len() > 40_000).count() >= 32,
+        "the real requests of tens of KB are among them"
+    );
+
+    // The upstream received each well-formed request once, byte for byte, and no
+    // broken one.
+    let received = upstream.received();
+    assert_eq!(
+        received.len() as u64,
+        good,
+        "one upstream request per request"
+    );
+    let mut by_id: HashMap<u64, &Received> = HashMap::new();
+    for got in &received {
+        let id = id_of(&got.body).expect("an id");
+        assert!(id < 1_000_000, "broken request {id} was forwarded");
+        assert!(by_id.insert(id, got).is_none(), "{id} forwarded twice");
+    }
+    for s in &sent {
+        let got = by_id.get(&s.id).expect("forwarded");
+        assert_eq!(got.method, http::Method::POST);
+        assert_eq!(got.path, s.path);
+        assert!(got.body == s.body, "request {} changed on its way", s.id);
+    }
+
+    // The counters agree.
+    let response = client::<Empty<Bytes>>()
+        .get(proxy.url("/metrics").parse().unwrap())
+        .await
+        .expect("metrics");
+    let metrics = whole(response).await.text();
+    let total = good + BROKEN;
+    for (name, n) in [
+        ("cutpoint_proxy_requests_total", total),
+        ("cutpoint_proxy_read_total", total),
+        ("cutpoint_proxy_forwarded_total", good),
+        ("cutpoint_proxy_upstream_errors_total", 0),
+        ("cutpoint_proxy_compactions_total", 0),
+        ("cutpoint_proxy_deferrals_total", 0),
+        (
+            "cutpoint_proxy_refused_total{reason=\"anthropic/unexpected-tool-result\"}",
+            BROKEN,
+        ),
+    ] {
+        assert_eq!(counter(&metrics, name), n, "{name} in\n{metrics}");
+    }
+    assert_eq!(
+        metrics.matches("cutpoint_proxy_refused_total{").count(),
+        1,
+        "no other refusal:\n{metrics}"
+    );
+    assert_eq!(proxy.proxy.metrics().forwarded(), good);
+    tokio::time::timeout(HANG, proxy.stopped())
+        .await
+        .expect("the proxy shuts down")
+        .expect("cleanly");
+}
