@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::{Compaction, Config, DEFAULT_MAX_BODY_BYTES, Mode, Proxy};
+use crate::{
+    Compaction, Config, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSION_BYTES, DEFAULT_MAX_SESSIONS,
+    Mode, Proxy,
+};
 use clap::{Parser, ValueEnum};
 use cutpoint::compact::pipeline::{Preset, Settings};
 
@@ -46,6 +49,13 @@ pub struct Args {
     /// The largest request body read, in bytes; a larger one is answered 413.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// compact: the most sessions remembered (a session's next request continues
+    /// what the proxy forwarded), the least recently used evicted first; 0: none.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// compact: the most bytes one session remembers.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_SESSION_BYTES)]
+    max_session_bytes: usize,
 }
 
 /// `--mode`.
@@ -83,6 +93,8 @@ pub fn run(args: Args) -> ExitCode {
         .ok();
     let mut config = Config::new(args.upstream.clone());
     config.max_body_bytes = args.max_body_bytes;
+    config.max_sessions = args.max_sessions;
+    config.max_session_bytes = args.max_session_bytes;
     if args.mode == ModeArg::Repair {
         config.mode = Mode::Repair;
     }

@@ -10,6 +10,8 @@ use cutpoint::format::{ByteEstimate, Finding, LoadError, Loaded};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::body::{Members, history_key};
+use crate::session::Remembered;
 use crate::{Refusal, Route};
 
 /// What the proxy does with the requests it reads.
@@ -101,6 +103,21 @@ pub enum Decision {
         answered: Vec<String>,
         /// The call ids of the results dropped (no call of theirs in the request).
         dropped: Vec<String>,
+    },
+    /// Forward this body instead: a request of a session the proxy compacted before
+    /// ([`Mode::decide_in`]), as the history the proxy forwarded then followed by the
+    /// request's new elements. It keeps the provider's rules.
+    Continued {
+        /// The continued body: the request's members, and the remembered forwarded
+        /// history followed by the request's new history elements.
+        body: Bytes,
+        /// Live-history tokens of the request as the client sent it.
+        tokens_before: u64,
+        /// And of the continued body.
+        tokens_after: u64,
+        /// Over the budget, why the pipeline did not run or its output was not
+        /// forwarded (the continuation is forwarded instead).
+        deferred: Option<String>,
     },
     /// Answer the request with this error; do not forward it.
     Refuse(Refusal),
@@ -194,6 +211,152 @@ impl Mode {
             Mode::Compact(c) => compact(c, route, text, &loaded),
         }
     }
+
+    /// [`decide`](Mode::decide) for a request of a session whose last compacted
+    /// request the proxy remembers (`prior`), and what to remember after it (`None`:
+    /// forget the session). Compact mode only (the other modes remember nothing):
+    ///
+    /// - a request whose history starts, element for element, with `prior`'s client
+    ///   history, and that keeps the rules, is forwarded as `prior`'s forwarded
+    ///   history followed by the request's new elements ([`Decision::Continued`]):
+    ///   what the provider saw, extended, so the thinking and reasoning it answered
+    ///   with stay bound to their prefix; over the budget, the pipeline runs on that
+    ///   continuation (its own earlier output, the summary carried forward), and its
+    ///   output is checked against the continuation, what the provider saw;
+    /// - any other request is decided from scratch, and remembered when compacted.
+    ///
+    /// **O(len)** plus the pipeline when it runs.
+    pub fn decide_in(
+        &self,
+        route: Route,
+        body: &[u8],
+        prior: Option<&Remembered>,
+    ) -> (Decision, Option<Remembered>) {
+        let Mode::Compact(c) = self else {
+            return (self.decide(route, body), None);
+        };
+        let fresh = || {
+            let decision = self.decide(route, body);
+            let remembered = match &decision {
+                Decision::Compacted { body: out, .. } => {
+                    match (history_of(route, body), history_of(route, out)) {
+                        (Some(original), Some(forwarded)) => Some(Remembered {
+                            original,
+                            forwarded,
+                        }),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            (decision, remembered)
+        };
+        let Some(prior) = prior else {
+            return fresh();
+        };
+        let Ok(text) = std::str::from_utf8(body) else {
+            return fresh();
+        };
+        let Ok(top) = serde_json::from_str::<Members<'_>>(text) else {
+            return fresh();
+        };
+        let key = history_key(route);
+        let Some(items) = top
+            .get(key)
+            .and_then(|h| serde_json::from_str::<Vec<&RawValue>>(h.get()).ok())
+        else {
+            return fresh();
+        };
+        let n = prior.original.len();
+        let continues = items.len() >= n
+            && items[..n]
+                .iter()
+                .zip(&prior.original)
+                .all(|(a, b)| a.get() == b);
+        if !continues {
+            return fresh();
+        }
+        // The client's request keeps the rules on its own, as check mode judges it.
+        let Ok(client) = Loaded::read(text, route.format(), &ByteEstimate) else {
+            return fresh();
+        };
+        if client
+            .check(None, false)
+            .is_ok_and(|c| !c.violations.is_empty())
+        {
+            return fresh();
+        }
+        let forwarded: Vec<String> = prior
+            .forwarded
+            .iter()
+            .cloned()
+            .chain(items[n..].iter().map(|r| r.get().to_owned()))
+            .collect();
+        let original: Vec<String> = items.iter().map(|r| r.get().to_owned()).collect();
+        let continued = top.write_with(key, &format!("[{}]", forwarded.join(",")));
+        let Ok(loaded) = Loaded::read(&continued, route.format(), &ByteEstimate) else {
+            return fresh();
+        };
+        if loaded
+            .check(None, false)
+            .is_ok_and(|c| !c.violations.is_empty())
+        {
+            return fresh();
+        }
+        let tokens_before = client.live_tokens();
+        let after = loaded.live_tokens();
+        let continued_as_is = |deferred: Option<String>, forwarded: Vec<String>| {
+            (
+                Decision::Continued {
+                    body: Bytes::from(continued.clone()),
+                    tokens_before,
+                    tokens_after: after,
+                    deferred,
+                },
+                Some(Remembered {
+                    original: original.clone(),
+                    forwarded,
+                }),
+            )
+        };
+        if after <= c.budget {
+            return continued_as_is(None, forwarded);
+        }
+        match compact(c, route, &continued, &loaded) {
+            Decision::Compacted {
+                body: out,
+                tokens_after,
+                ..
+            } => match history_of(route, &out) {
+                Some(again) => (
+                    Decision::Compacted {
+                        body: out,
+                        tokens_before,
+                        tokens_after,
+                    },
+                    Some(Remembered {
+                        original,
+                        forwarded: again,
+                    }),
+                ),
+                None => continued_as_is(
+                    Some("the compaction's history does not parse".to_owned()),
+                    forwarded,
+                ),
+            },
+            Decision::Deferred { reason } => continued_as_is(Some(reason), forwarded),
+            _ => continued_as_is(None, forwarded),
+        }
+    }
+}
+
+/// The history elements of a request body of `route`, as their bytes; `None` when
+/// it is not an object holding one. **O(len)**.
+fn history_of(route: Route, body: &[u8]) -> Option<Vec<String>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let top: Members<'_> = serde_json::from_str(text).ok()?;
+    let items: Vec<&RawValue> = serde_json::from_str(top.get(history_key(route))?.get()).ok()?;
+    Some(items.iter().map(|r| r.get().to_owned()).collect())
 }
 
 /// The refusal of a body the reader could not read: the reader's message names the

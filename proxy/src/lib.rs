@@ -44,6 +44,7 @@
 
 #![forbid(unsafe_code)]
 
+mod body;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod decide;
@@ -51,11 +52,12 @@ mod metrics;
 mod refusal;
 mod repair;
 mod route;
+mod session;
 mod upstream;
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -69,6 +71,7 @@ pub use decide::{Compaction, Decision, Mode, NoBudget};
 pub use metrics::Metrics;
 pub use refusal::Refusal;
 pub use route::Route;
+pub use session::{Kept, Remembered, SessionKey, Sessions};
 pub use upstream::UpstreamError;
 
 use metrics::Count;
@@ -83,6 +86,18 @@ pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The default cap on a request body the proxy reads: 32 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 32 << 20;
 
+/// The default cap on sessions remembered (compact mode): 256.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// The default cap on one session's remembered history: 8 MiB (the client's history
+/// and the one forwarded instead, together). With [`DEFAULT_MAX_SESSIONS`], at most
+/// 2 GiB in all.
+pub const DEFAULT_MAX_SESSION_BYTES: usize = 8 << 20;
+
+/// The request header naming a session ([`Sessions`]); without it, a session is
+/// keyed by a hash of the conversation's start.
+pub const SESSION_HEADER: &str = "x-cutpoint-session";
+
 /// How a [`Proxy`] is set up.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -95,6 +110,12 @@ pub struct Config {
     /// The largest request body of a provider route the proxy reads; a larger one is
     /// answered 413 and not forwarded.
     pub max_body_bytes: usize,
+    /// Compact mode: the most sessions remembered ([`Sessions`]), the least recently
+    /// used evicted first; 0 remembers none (each request compacted from scratch).
+    pub max_sessions: usize,
+    /// Compact mode: the most bytes one session remembers; a larger one is not
+    /// remembered.
+    pub max_session_bytes: usize,
 }
 
 impl Config {
@@ -104,6 +125,8 @@ impl Config {
             upstream,
             mode: Mode::Check,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
         }
     }
 }
@@ -117,6 +140,8 @@ pub struct Proxy {
     mode: Arc<Mode>,
     upstream: upstream::Upstream,
     metrics: Metrics,
+    /// Compact mode's sessions, shared with the blocking tasks that decide.
+    sessions: Arc<Mutex<Sessions>>,
 }
 
 impl Proxy {
@@ -130,6 +155,10 @@ impl Proxy {
         Ok(Proxy {
             upstream: upstream::Upstream::new(&config.upstream)?,
             mode: Arc::new(config.mode.clone()),
+            sessions: Arc::new(Mutex::new(Sessions::new(
+                config.max_sessions,
+                config.max_session_bytes,
+            ))),
             config,
             metrics: Metrics::default(),
         })
@@ -143,6 +172,13 @@ impl Proxy {
     /// Its configuration. **O(1)**.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Sessions remembered now, their bytes, and sessions evicted so far. **O(1)**
+    /// (a lock).
+    pub fn sessions(&self) -> (usize, usize, u64) {
+        let s = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        (s.len(), s.bytes(), s.evicted())
     }
 
     /// Answers one request: a provider route's body is read (up to the cap) and
@@ -199,7 +235,12 @@ impl Proxy {
         // more: off the async workers, so that the streams they carry never wait on
         // it. A panic there (a bug) refuses the request; it is never forwarded.
         let (mode, body) = (Arc::clone(&self.mode), bytes.clone());
-        let decision = tokio::task::spawn_blocking(move || mode.decide(route, &body))
+        let sessions = Arc::clone(&self.sessions);
+        let named = parts
+            .headers
+            .get(SESSION_HEADER)
+            .map(|v| v.as_bytes().to_vec());
+        let decision = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, route, &body, named.as_deref()))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(route = route.name(), error = %e, "the decision failed");
@@ -224,6 +265,28 @@ impl Proxy {
             } => {
                 self.metrics.count(Count::Repair);
                 tracing::info!(route = route.name(), ?answered, ?dropped, "repaired");
+                self.forward(parts, full(body), Some(route)).await
+            }
+            Decision::Continued {
+                body,
+                tokens_before,
+                tokens_after,
+                deferred,
+            } => {
+                self.metrics.count(Count::Continued);
+                if let Some(reason) = &deferred {
+                    self.metrics.count(Count::Deferral);
+                    tracing::warn!(route = route.name(), %reason, "over the budget, the session continued as it was");
+                }
+                self.metrics.count(Count::Compaction(
+                    tokens_before.saturating_sub(tokens_after),
+                ));
+                tracing::info!(
+                    route = route.name(),
+                    tokens_before,
+                    tokens_after,
+                    "session continued"
+                );
                 self.forward(parts, full(body), Some(route)).await
             }
             Decision::Compacted {
@@ -364,6 +427,56 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
     response
+}
+
+/// [`Mode::decide_in`] with the session table: the session keyed by `named` (the
+/// [`SESSION_HEADER`]) or by the conversation's start, looked up, decided on, and
+/// remembered or forgotten after. The table's lock is held only to look up and to
+/// store, never while deciding. **O(len)** plus the decision.
+fn decide_in_session(
+    mode: &Mode,
+    sessions: &Mutex<Sessions>,
+    route: Route,
+    body: &[u8],
+    named: Option<&[u8]>,
+) -> Decision {
+    if !matches!(mode, Mode::Compact(_)) {
+        return mode.decide(route, body);
+    }
+    let Some(key) = session_key(route, body, named) else {
+        return mode.decide(route, body);
+    };
+    let lock = || sessions.lock().unwrap_or_else(|p| p.into_inner());
+    let prior = lock().get(key);
+    let (decision, remembered) = mode.decide_in(route, body, prior.as_deref());
+    match remembered {
+        Some(r) => {
+            lock().remember(key, r);
+        }
+        None => lock().forget(key),
+    }
+    decision
+}
+
+/// A session's key: the route and the named session, or the route and the
+/// conversation's start (its first history element, and `system` or `instructions`).
+/// `None` when the body is not an object with a history. **O(len)**.
+fn session_key(route: Route, body: &[u8], named: Option<&[u8]>) -> Option<SessionKey> {
+    let tag = route.name().as_bytes();
+    if let Some(name) = named {
+        return Some(SessionKey::of([tag, b"header".as_slice(), name]));
+    }
+    let text = std::str::from_utf8(body).ok()?;
+    let top: body::Members<'_> = serde_json::from_str(text).ok()?;
+    let history = top.get(body::history_key(route))?;
+    let first: Vec<&serde_json::value::RawValue> = serde_json::from_str(history.get()).ok()?;
+    let system = top.get("system").or_else(|| top.get("instructions"));
+    Some(SessionKey::of([
+        tag,
+        b"start".as_slice(),
+        first.first().map_or(b"".as_slice(), |r| r.get().as_bytes()),
+        system.map_or(b"".as_slice(), |r| r.get().as_bytes()),
+    ]))
 }
 
 /// Serves `proxy` on `listener` over HTTP/1.1, with `/metrics`, until `shutdown`

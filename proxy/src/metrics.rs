@@ -15,6 +15,7 @@ pub struct Metrics {
     forwarded: AtomicU64,
     compactions: AtomicU64,
     repairs: AtomicU64,
+    continued: AtomicU64,
     deferrals: AtomicU64,
     tokens_saved: AtomicU64,
     upstream_errors: AtomicU64,
@@ -34,6 +35,8 @@ pub(crate) enum Count {
     Compaction(u64),
     /// A request repaired before forwarding.
     Repair,
+    /// A request of a remembered session forwarded as its continuation.
+    Continued,
     /// A request over the budget forwarded as it came.
     Deferral,
     /// The upstream could not be reached, or failed mid-request.
@@ -52,6 +55,7 @@ impl Metrics {
                 &self.compactions
             }
             Count::Repair => &self.repairs,
+            Count::Continued => &self.continued,
             Count::Deferral => &self.deferrals,
             Count::UpstreamError => &self.upstream_errors,
         };
@@ -79,6 +83,11 @@ impl Metrics {
     /// Requests repaired before forwarding so far. **O(1)**.
     pub fn repairs(&self) -> u64 {
         self.repairs.load(Relaxed)
+    }
+
+    /// Requests forwarded as a remembered session's continuation so far. **O(1)**.
+    pub fn continued(&self) -> u64 {
+        self.continued.load(Relaxed)
     }
 
     /// Requests sent upstream so far. **O(1)**.
@@ -110,6 +119,11 @@ impl Metrics {
                 "repairs",
                 "Requests repaired before forwarding (calls answered as aborted, orphan results dropped).",
                 &self.repairs,
+            ),
+            (
+                "sessions_continued",
+                "Requests of a remembered session forwarded as the history forwarded before, extended.",
+                &self.continued,
             ),
             (
                 "deferrals",

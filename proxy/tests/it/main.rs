@@ -8,4 +8,5 @@ mod hostile;
 mod load;
 mod passthrough;
 mod repair;
+mod sessions;
 mod support;
