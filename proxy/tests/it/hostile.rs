@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use cutpoint::compact::pipeline::Settings;
 use cutpoint::format::{ByteEstimate, check_rules};
-use cutpoint_proxy::{Compaction, Decision, Mode, Route};
+use cutpoint_proxy::{Compaction, Decision, Mode, Remembered, Route};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
@@ -102,7 +102,19 @@ fn compact_mode() -> Mode {
 
 /// The property of one decision on `bytes` for `route`.
 fn judge(mode: &Mode, route: Route, bytes: &[u8]) -> Result<(), TestCaseError> {
-    let decision = mode.decide(route, bytes);
+    judge_decision(route, bytes, mode.decide(route, bytes))?;
+    // And as the next request of a session the proxy compacted: the remembered
+    // client history the first element of a valid body, forwarded as a summary.
+    let prior = Remembered::new(
+        vec![r#"{"role":"user","content":"What is the weather in Paris?"}"#.to_owned()],
+        vec![r#"{"role":"user","content":"Earlier conversation, compacted."}"#.to_owned()],
+    );
+    let (decision, _) = mode.decide_in(route, bytes, Some(&prior));
+    judge_decision(route, bytes, decision)
+}
+
+/// The property of `decision` on `bytes` for `route`.
+fn judge_decision(route: Route, bytes: &[u8], decision: Decision) -> Result<(), TestCaseError> {
     // The naive oracle: the library's reader and rules, run directly.
     let broken = std::str::from_utf8(bytes)
         .ok()
@@ -121,6 +133,12 @@ fn judge(mode: &Mode, route: Route, bytes: &[u8]) -> Result<(), TestCaseError> {
         }
         Decision::Repaired { body, .. } => {
             prop_assert!(broken, "a request that keeps the rules was repaired");
+            let text = std::str::from_utf8(body).unwrap();
+            let back = cutpoint::format::read(text, route.format(), &ByteEstimate).unwrap();
+            prop_assert_eq!(check_rules(&back), vec![]);
+        }
+        Decision::Continued { body, .. } => {
+            prop_assert!(!broken);
             let text = std::str::from_utf8(body).unwrap();
             let back = cutpoint::format::read(text, route.format(), &ByteEstimate).unwrap();
             prop_assert_eq!(check_rules(&back), vec![]);
