@@ -50,6 +50,26 @@ ROUTES = [
 ]
 
 
+def same_verdict(case: str, done: "subprocess.CompletedProcess[bytes]", text: str, run: Any) -> None:
+    """The CLI's run `done` and Python's report `run()` on the same input agree: both
+    defer (exit 3; a deferral for keep-thinking-valid names why), both meet the
+    budget with the same bytes, or neither meets it."""
+    try:
+        report = run()
+    except cutpoint.DeferError as e:
+        assert done.returncode == 3, f"{case}: Python deferred ({e}), the CLI did not: {done.stderr!r}"
+        if e.reason == "thinking_bound":
+            assert b"cannot be stripped" in done.stderr, f"{case}: {done.stderr!r}"
+        return
+    if done.returncode == 0:
+        assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
+        out = report.messages if isinstance(report.messages, str) else text
+        assert out.encode() == done.stdout, f"{case}: different bytes"
+    else:
+        assert done.returncode == 3, f"{case}: {done.stderr!r}"
+        assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
     path = TRANSCRIPTS / name
@@ -67,20 +87,7 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
             args += [f"--{k.replace('_', '-')}", str(v)]
         done = subprocess.run(args + [str(path)], capture_output=True)
         case = f"{name} {strategy} {extra} at {budget}"
-        try:
-            report = cutpoint.compact_report(text, strategy=strategy, budget=budget, **extra)
-        except cutpoint.DeferError as e:
-            # Keep-thinking-valid refuses (a call in flight): the CLI's exit 3.
-            assert e.reason == "thinking_bound", f"{case}: {e}"
-            assert done.returncode == 3 and b"cannot be stripped" in done.stderr, f"{case}: {done.stderr!r}"
-            continue
-        if done.returncode == 0:
-            assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
-            out = report.messages
-            assert out.encode() == done.stdout, f"{case}: different bytes"
-        else:
-            assert done.returncode == 3, f"{case}: {done.stderr!r}"
-            assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+        same_verdict(case, done, text, lambda: cutpoint.compact_report(text, strategy=strategy, budget=budget, **extra))
     # Python's `summarize` with a budget is the CLI's `compact --budget` with no
     # `--strategy` (the library's `Loaded::summarize_within`): the same bytes, and
     # the same verdict.
@@ -88,18 +95,7 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
         budget = max(1, live * share // 100)
         done = subprocess.run([str(cli()), "compact", "--budget", str(budget), str(path)], capture_output=True)
         case = f"{name} summarize --budget {budget}"
-        try:
-            report = cutpoint.compact_report(text, strategy="summarize", budget=budget)
-        except cutpoint.DeferError:
-            assert done.returncode == 3, f"{case}: Python deferred, the CLI did not: {done.stderr!r}"
-            continue
-        if done.returncode == 0:
-            assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
-            out = report.messages if isinstance(report.messages, str) else text
-            assert out.encode() == done.stdout, f"{case}: different bytes"
-        else:
-            assert done.returncode == 3, f"{case}: {done.stderr!r}"
-            assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+        same_verdict(case, done, text, lambda: cutpoint.compact_report(text, strategy="summarize", budget=budget))
     # Python's `summarize` at a target is the CLI's `--target` route (one summary at a
     # token target), not the pipeline's summarize stage.
     target = max(1, live * 55 // 100)
@@ -181,15 +177,13 @@ def test_python_and_the_cli_write_the_same_records_bytes(seed: int, tmp_path: Pa
         for k, v in extra.items():
             args += [f"--{k.replace('_', '-')}", str(v)]
         done = subprocess.run(args + [str(path)], capture_output=True)
-        report = cutpoint.compact_report(text, format="records", strategy=strategy, budget=budget, **extra)
         case = f"seed {seed} {strategy} {extra} at {budget}"
-        if done.returncode == 0:
-            assert report.met_budget, f"{case}: the CLI met the budget, Python did not"
-            out = report.messages if isinstance(report.messages, str) else text
-            assert out.encode() == done.stdout, f"{case}: different bytes"
-        else:
-            assert done.returncode == 3, f"{case}: {done.stderr!r}"
-            assert not report.met_budget, f"{case}: Python met the budget, the CLI did not"
+        same_verdict(
+            case,
+            done,
+            text,
+            lambda: cutpoint.compact_report(text, format="records", strategy=strategy, budget=budget, **extra),
+        )
 
 
 def test_a_document_read_as_records_is_the_same_mismatch_everywhere(tmp_path: Path) -> None:
