@@ -48,6 +48,7 @@ mod body;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod decide;
+mod follow;
 mod metrics;
 mod refusal;
 mod repair;
@@ -139,7 +140,8 @@ pub struct Proxy {
     /// `config.mode`, shared with the blocking tasks that decide.
     mode: Arc<Mode>,
     upstream: upstream::Upstream,
-    metrics: Metrics,
+    /// Shared with the answers' decoders, which count when a stream ends.
+    metrics: Arc<Metrics>,
     /// Compact mode's sessions, shared with the blocking tasks that decide.
     sessions: Arc<Mutex<Sessions>>,
 }
@@ -160,7 +162,7 @@ impl Proxy {
                 config.max_session_bytes,
             ))),
             config,
-            metrics: Metrics::default(),
+            metrics: Arc::new(Metrics::default()),
         })
     }
 
@@ -381,7 +383,24 @@ impl Proxy {
     ) -> Response<ProxyBody> {
         self.metrics.count(Count::Forwarded);
         match self.upstream.send(parts, body, route.is_some()).await {
-            Ok(response) => response,
+            Ok(response) => match route {
+                Some(route) if is_stream(&response) => {
+                    // A copy of each chunk through the route's live decoder; the
+                    // chunk itself goes on unchanged.
+                    let (parts, body) = response.into_parts();
+                    let mut follow = follow::Follow::new(route, Arc::clone(&self.metrics));
+                    let body = body
+                        .map_frame(move |frame| {
+                            if let Some(data) = frame.data_ref() {
+                                follow.push(data);
+                            }
+                            frame
+                        })
+                        .boxed_unsync();
+                    Response::from_parts(parts, body)
+                }
+                _ => response,
+            },
             Err(e) => {
                 self.metrics.count(Count::UpstreamError);
                 tracing::warn!(error = %e, "upstream unreachable");
@@ -401,6 +420,17 @@ impl Proxy {
             }
         }
     }
+}
+
+/// Whether `response` is a successful event stream (an answer the live decoders
+/// read). **O(1)**.
+fn is_stream(response: &Response<ProxyBody>) -> bool {
+    response.status() == StatusCode::OK
+        && response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// A whole body the proxy holds.

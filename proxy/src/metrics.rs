@@ -16,6 +16,9 @@ pub struct Metrics {
     compactions: AtomicU64,
     repairs: AtomicU64,
     continued: AtomicU64,
+    answers_followed: AtomicU64,
+    answer_calls: AtomicU64,
+    answer_stream_errors: AtomicU64,
     deferrals: AtomicU64,
     tokens_saved: AtomicU64,
     upstream_errors: AtomicU64,
@@ -37,6 +40,10 @@ pub(crate) enum Count {
     Repair,
     /// A request of a remembered session forwarded as its continuation.
     Continued,
+    /// A streamed answer decoded to its end, and the calls it asked the agent to run.
+    AnswerFollowed(u64),
+    /// A streamed answer that does not decode.
+    AnswerStreamError,
     /// A request over the budget forwarded as it came.
     Deferral,
     /// The upstream could not be reached, or failed mid-request.
@@ -56,6 +63,11 @@ impl Metrics {
             }
             Count::Repair => &self.repairs,
             Count::Continued => &self.continued,
+            Count::AnswerFollowed(calls) => {
+                self.answer_calls.fetch_add(calls, Relaxed);
+                &self.answers_followed
+            }
+            Count::AnswerStreamError => &self.answer_stream_errors,
             Count::Deferral => &self.deferrals,
             Count::UpstreamError => &self.upstream_errors,
         };
@@ -88,6 +100,21 @@ impl Metrics {
     /// Requests forwarded as a remembered session's continuation so far. **O(1)**.
     pub fn continued(&self) -> u64 {
         self.continued.load(Relaxed)
+    }
+
+    /// Streamed answers decoded to their end so far. **O(1)**.
+    pub fn answers_followed(&self) -> u64 {
+        self.answers_followed.load(Relaxed)
+    }
+
+    /// Tool calls those answers asked the agent to run. **O(1)**.
+    pub fn answer_calls(&self) -> u64 {
+        self.answer_calls.load(Relaxed)
+    }
+
+    /// Streamed answers that did not decode so far. **O(1)**.
+    pub fn answer_stream_errors(&self) -> u64 {
+        self.answer_stream_errors.load(Relaxed)
     }
 
     /// Requests sent upstream so far. **O(1)**.
@@ -124,6 +151,21 @@ impl Metrics {
                 "sessions_continued",
                 "Requests of a remembered session forwarded as the history forwarded before, extended.",
                 &self.continued,
+            ),
+            (
+                "answers_followed",
+                "Streamed answers decoded to their end by the live decoder of their route.",
+                &self.answers_followed,
+            ),
+            (
+                "answer_calls",
+                "Tool calls the followed answers asked the agent to run.",
+                &self.answer_calls,
+            ),
+            (
+                "answer_stream_errors",
+                "Streamed answers that do not decode (passed through as they came).",
+                &self.answer_stream_errors,
             ),
             (
                 "deferrals",

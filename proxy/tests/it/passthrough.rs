@@ -66,6 +66,49 @@ async fn a_recorded_anthropic_stream_comes_back_byte_identical() {
         "the stream changed on its way through"
     );
     assert_eq!(upstream.received()[0].body, ANTHROPIC_OK.as_bytes());
+    // A copy went through the live decoder: one answer, its one tool call.
+    let m = proxy.proxy.metrics();
+    wait_until(|| m.answers_followed() == 1).await;
+    assert_eq!((m.answer_calls(), m.answer_stream_errors()), (1, 0));
+}
+
+/// Waits (up to [`HANG`]) for what the proxy does once a body is dropped, after the
+/// agent has read it: no timing assertion, a guard against a hang.
+async fn wait_until(done: impl Fn() -> bool) {
+    tokio::time::timeout(HANG, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the answer's decoder finished");
+}
+
+/// Hostile answer bytes (a stream whose event is not JSON, then bytes that are not
+/// UTF-8): passed to the agent byte for byte, as the direct path would; the decoder
+/// names the fault in the log and counts it; nothing panics.
+#[tokio::test]
+async fn a_stream_that_does_not_decode_passes_through_and_is_counted() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let hostile: &[u8] = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"\n\ndata: \xff\xfe{]\n\n";
+    let feeding = tokio::spawn(async move {
+        let mut tx = senders.recv().await.expect("the upstream was called");
+        for chunk in hostile.chunks(9) {
+            tx.send_data(Bytes::copy_from_slice(chunk))
+                .await
+                .expect("send");
+        }
+    });
+    let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/messages", &[], ANTHROPIC_OK))
+        .await
+        .expect("the stream ends");
+    feeding.await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, hostile);
+    let m = proxy.proxy.metrics();
+    wait_until(|| m.answer_stream_errors() == 1).await;
+    assert_eq!(m.answers_followed(), 0);
 }
 
 #[tokio::test]
@@ -91,6 +134,9 @@ async fn a_recorded_openai_chat_stream_comes_back_byte_identical() {
         .expect("the stream ends");
     feeding.await.unwrap();
     assert_eq!(answer.body, recorded);
+    let m = proxy.proxy.metrics();
+    wait_until(|| m.answers_followed() == 1).await;
+    assert_eq!(m.answer_stream_errors(), 0);
 }
 
 #[tokio::test]

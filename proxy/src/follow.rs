@@ -1,0 +1,156 @@
+//! Following a streamed answer: a copy of each chunk the upstream sends goes through
+//! the library's live stream decoder of the route, while the chunk itself goes on to
+//! the agent unchanged. The decoder sees what the provider answered (its records, the
+//! calls it asks the agent to run) and names a stream that does not decode (the event
+//! and byte); the agent gets the provider's bytes either way, as the direct path
+//! would give them: the proxy reports a broken answer, it does not alter one.
+
+use std::sync::Arc;
+
+use cutpoint::format::live::{Content, Decoder, Detail, StreamFormat};
+
+use crate::Route;
+use crate::metrics::{Count, Metrics};
+
+/// The decoder of one answer, and what it has seen.
+pub(crate) struct Follow {
+    route: Route,
+    /// `None` once the stream failed to decode (the rest passes through unread).
+    decoder: Option<Decoder>,
+    metrics: Arc<Metrics>,
+    /// Calls the answer asked the agent to run.
+    calls: u64,
+}
+
+impl Follow {
+    /// A decoder for an answer of `route`. **O(1)**.
+    pub(crate) fn new(route: Route, metrics: Arc<Metrics>) -> Self {
+        let format = match route {
+            Route::AnthropicMessages => StreamFormat::AnthropicSse,
+            Route::OpenAiChat => StreamFormat::OpenAiChatStream,
+            Route::OpenAiResponses => StreamFormat::OpenAiResponsesStream,
+        };
+        Follow {
+            route,
+            decoder: Some(Decoder::new(format)),
+            metrics,
+            calls: 0,
+        }
+    }
+
+    /// A copy of the next chunk. **O(len)** (the decoder's work on it).
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        if let Some(d) = &mut self.decoder {
+            d.push(bytes);
+            self.drain();
+        }
+    }
+
+    /// Takes every item the decoder has; on an error, counts and logs it and stops
+    /// decoding.
+    fn drain(&mut self) {
+        let Some(d) = &mut self.decoder else {
+            return;
+        };
+        loop {
+            match d.next() {
+                Ok(Some(item)) => {
+                    if let Detail::Opened(Content::Call { server: false, .. }) = item.detail {
+                        self.calls += 1;
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    self.metrics.count(Count::AnswerStreamError);
+                    tracing::warn!(
+                        route = self.route.name(),
+                        error = %e,
+                        "the answer stream does not decode; passed through as it came"
+                    );
+                    self.decoder = None;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Follow {
+    /// The end of the answer (or of the agent's interest in it): the decoder
+    /// finishes, and the answer is counted.
+    fn drop(&mut self) {
+        if let Some(d) = &mut self.decoder {
+            d.finish();
+            self.drain();
+        }
+        if self.decoder.is_some() {
+            self.metrics.count(Count::AnswerFollowed(self.calls));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random bytes, and a real stream cut anywhere with a byte changed: never a
+    /// panic; a decoded answer or a counted error, one of the two, per answer.
+    #[test]
+    fn hostile_stream_bytes_are_counted_not_a_panic() {
+        let real = include_bytes!(
+            "../tests/fixtures/anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt"
+        );
+        let metrics = Arc::new(Metrics::default());
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n.max(1)
+        };
+        let runs = 300;
+        for run in 0..runs {
+            let route = [
+                Route::AnthropicMessages,
+                Route::OpenAiChat,
+                Route::OpenAiResponses,
+            ][run % 3];
+            let mut bytes = real.to_vec();
+            match run % 3 {
+                0 => bytes = (0..next(400)).map(|_| next(256) as u8).collect(),
+                1 => {
+                    let at = next(bytes.len() as u64) as usize;
+                    bytes[at] = next(256) as u8;
+                }
+                _ => bytes.truncate(next(bytes.len() as u64) as usize),
+            }
+            let mut f = Follow::new(route, Arc::clone(&metrics));
+            let mut at = 0;
+            while at < bytes.len() {
+                let to = (at + 1 + next(64) as usize).min(bytes.len());
+                f.push(&bytes[at..to]);
+                at = to;
+            }
+        }
+        assert_eq!(
+            metrics.answers_followed() + metrics.answer_stream_errors(),
+            runs as u64
+        );
+        assert!(metrics.answer_stream_errors() > 0);
+        // The real stream whole: one answer, its one call.
+        let m = Arc::new(Metrics::default());
+        drop({
+            let mut f = Follow::new(Route::AnthropicMessages, Arc::clone(&m));
+            f.push(real);
+            f
+        });
+        assert_eq!(
+            (
+                m.answers_followed(),
+                m.answer_calls(),
+                m.answer_stream_errors()
+            ),
+            (1, 1, 0)
+        );
+    }
+}
