@@ -168,19 +168,10 @@ impl Source {
     /// read) gets the detection error, saying what was seen, as `FILE: cannot tell the
     /// format ...`: the same answer from every subcommand.
     pub(crate) fn format(&self, arg: FormatArg) -> Result<Format, String> {
-        if let Some(f) = arg.0 {
-            return Ok(f);
+        match arg.0 {
+            Some(f) => Ok(f),
+            None => format::detect_input(self.bytes()).map_err(|e| format!("{}: {e}", self.name)),
         }
-        let Ok(text) = std::str::from_utf8(self.bytes()) else {
-            return Ok(Format::Records);
-        };
-        format::detect(text).or_else(|e| {
-            if may_be_records(text) {
-                Ok(Format::Records)
-            } else {
-                Err(format!("{}: {e}", self.name))
-            }
-        })
     }
 
     /// The input as text. Errors read `FILE: not UTF-8 ...`.
@@ -302,37 +293,6 @@ impl Source {
         };
         (self.name.clone(), reader)
     }
-}
-
-/// Whether `text`, which no format claims, may still be records JSONL: empty (an
-/// empty log), or some line (of the first few hundred) is no JSON object, or has a
-/// `kind` (a bad line the records reader names). **O(sample)**.
-fn may_be_records(text: &str) -> bool {
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
-        return true;
-    }
-    let first_line = trimmed.lines().next().unwrap_or("");
-    let first_is_object = first_line.starts_with('{')
-        && serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok();
-    // A JSON document (an array, an object over several lines, a request body on one
-    // line) is never records.
-    if trimmed.starts_with('[')
-        || (trimmed.starts_with('{') && !first_is_object)
-        || format::is_one_line_document(text)
-    {
-        return false;
-    }
-    trimmed
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(200)
-        .any(
-            |line| match serde_json::from_str::<serde_json::Value>(line) {
-                Ok(serde_json::Value::Object(obj)) => obj.contains_key("kind"),
-                _ => true,
-            },
-        )
 }
 
 /// `FILE:LINE: what is wrong` for a records read error.

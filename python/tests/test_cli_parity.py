@@ -378,3 +378,33 @@ def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
     assert kept.invalidated_thinking == 0 and warned_count(default.stderr.decode()) == 0
     assert kept.messages.encode() == default.stdout, f"{name}: Python and the CLI differ at the target"
     assert seen > 0, f"{name}: no output invalidated thinking (the test cannot fail)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"kind":"user","tokens":3}\nnot json\n',
+        '{"kind":"user","tokens":3}\n{"x":1}\n',
+        '{"kind":"user","tokens":3}\n{"kind":"bogus","tokens":1}\n',
+        '{"foo":1}\n{"bar":2}\n',
+        '[{"role":"user","content":"hi"}',
+    ],
+)
+def test_auto_judges_an_input_as_the_cli_does(text: str) -> None:
+    """`format="auto"` is the CLI's detection (`format::detect_input`): input that may
+    be records JSONL is read as records, whose reader names the bad line; anything
+    else gets the same "cannot tell the format" answer."""
+    done = subprocess.run([str(cli()), "check", "-"], input=text.encode(), capture_output=True)
+    assert done.returncode == 2, done.stderr
+    cli_says = done.stderr.decode().removeprefix("<stdin>").lstrip(":").strip()
+    with pytest.raises(cutpoint.FormatError) as raised:
+        cutpoint.check(text)
+    python_says = str(raised.value)
+    # The same fault: the line number and the reader's words (the CLI names the file,
+    # Python the "line"; each names the flag its own way).
+    head = cli_says.split(";")[0].split(" (")[0]
+    if head[:1].isdigit():
+        line, words = head.split(": ", 1)
+        assert python_says.startswith(f"line {line}: {words}"), (cli_says, python_says)
+    else:
+        assert python_says.split(";")[0].split(" (")[0] == head, (cli_says, python_says)

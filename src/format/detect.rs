@@ -39,6 +39,56 @@ const RESPONSES_TYPES: [&str; 26] = [
 /// How many messages or lines detection looks at.
 const SAMPLE: usize = 200;
 
+/// The format of an input given whole, as every front end judges it (the CLI's
+/// `auto`, Python's `format="auto"`): [`detect`]'s answer; where no format claims it,
+/// records JSONL (whose reader then names the bad line) when it may be records (not
+/// UTF-8, empty, or a line of the first few hundred that is no JSON object or has a
+/// `kind`), else `detect`'s error, saying what was seen. **O(len)** for a JSON
+/// document, **O(sample)** for lines.
+///
+/// # Errors
+/// [`FormatError::Undetected`], as [`detect`], for input that is not records either.
+pub fn detect_input(bytes: &[u8]) -> Result<Format, FormatError> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(Format::Records);
+    };
+    detect(text).or_else(|e| match may_be_records(text) {
+        true => Ok(Format::Records),
+        false => Err(e),
+    })
+}
+
+/// Whether `text`, which no format claims, may still be records JSONL: empty (an
+/// empty log), or some line (of the first few hundred) is no JSON object, or has a
+/// `kind` (a bad line the records reader names). **O(sample)**.
+fn may_be_records(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return true;
+    }
+    let first_line = trimmed.lines().next().unwrap_or("");
+    let first_is_object = first_line.starts_with('{')
+        && serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok();
+    // A JSON document (an array, an object over several lines, a request body on one
+    // line) is never records.
+    if trimmed.starts_with('[')
+        || (trimmed.starts_with('{') && !first_is_object)
+        || is_one_line_document(text)
+    {
+        return false;
+    }
+    trimmed
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(SAMPLE)
+        .any(
+            |line| match serde_json::from_str::<serde_json::Value>(line) {
+                Ok(serde_json::Value::Object(obj)) => obj.contains_key("kind"),
+                _ => true,
+            },
+        )
+}
+
 /// The format of `text`, judged from its first lines (JSONL) or its first messages
 /// (JSON documents). **O(len)** for a JSON document (one parse to find its messages),
 /// **O(sample)** for JSONL.

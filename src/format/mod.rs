@@ -56,7 +56,7 @@ mod tokens;
 mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
-pub use detect::{detect, is_one_line_document, mismatch};
+pub use detect::{detect, detect_input, is_one_line_document, mismatch};
 pub use loaded::{Checked, Finding, LoadError, Loaded};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
 pub use rules::{
