@@ -36,7 +36,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::json_doc::{JsonStr, describe, lines, opt_str, text_of};
-use super::rewrite::context;
+use super::shape::context;
 use super::{
     Block, Format, FormatError, Message, Role, TokenCounter, anthropic, fingerprint,
     summary_in_text,

@@ -3,7 +3,7 @@
 //! digest or summary message, or dropped. Every message nothing touched is copied
 //! byte for byte; an edited one changes only the values edited (a block's content, a
 //! call's arguments) or loses a block; a summary message is written in the provider's
-//! shape by [`rewrite::summary_message`], its text by
+//! shape by [`summary_message`](super::summary_message), its text by
 //! the one ledger renderer ([`SummaryParts::text`]), always with its heading.
 //!
 //! ```text
@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json_doc::{lines, span_of};
-use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, rewrite, usage};
+use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, shape, usage};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
@@ -878,7 +878,7 @@ fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<
         new.push(match plan {
             MessagePlan::Drop => Some(None),
             MessagePlan::Summary((summary, tokens)) => Some(Some(
-                rewrite::summary_record(t.format, summary, *tokens, text).to_string(),
+                shape::summary_record(t.format, summary, *tokens, text).to_string(),
             )),
             MessagePlan::Keep(edits) if edits.is_empty() => None,
             MessagePlan::Keep(edits) => Some(
@@ -1337,14 +1337,13 @@ fn write_lines(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<Str
                     let mut parent = chain.last_uuid.clone();
                     // Claude Code: the summary line's uuid, which a boundary names as
                     // its segment's anchor.
-                    let own_uuid = claude.then(|| {
-                        rewrite::uuid(summary, &["summary line", &span.start.to_string()])
-                    });
+                    let own_uuid = claude
+                        .then(|| shape::uuid(summary, &["summary line", &span.start.to_string()]));
                     if compaction {
                         let links = claude_code::BoundaryLinks {
                             parent: None,
                             logical: chain.last_uuid.clone(),
-                            uuid: rewrite::uuid(
+                            uuid: shape::uuid(
                                 summary,
                                 &["compact_boundary", &span.start.to_string()],
                             ),
@@ -1523,7 +1522,7 @@ fn summary_line(
     uuid: Option<&str>,
     compaction: bool,
 ) -> Result<String, String> {
-    let mut value = rewrite::summary_record(format, text, tokens, first);
+    let mut value = shape::summary_record(format, text, tokens, first);
     if let serde_json::Value::Object(map) = &mut value {
         if format == Format::ClaudeCode && !compaction {
             map.remove("isCompactSummary");

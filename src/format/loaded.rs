@@ -510,7 +510,7 @@ impl<'a> Loaded<'a> {
                 s.orphans.clone(),
             )
             .text();
-            let message = rewrite::summary_message(format, &text, super::ByteEstimate.count(&text));
+            let message = super::summary_message(format, &text, super::ByteEstimate.count(&text));
             let alone = super::read(&format!("[{message}]"), format, counter)
                 .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
             let kept = before.saturating_sub(s.tokens);

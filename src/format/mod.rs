@@ -51,7 +51,7 @@ mod openai_responses;
 pub mod records;
 pub mod rewrite;
 pub mod rules;
-mod sse;
+mod shape;
 mod tokens;
 mod usage;
 
@@ -62,6 +62,7 @@ pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_
 pub use rules::{
     Invalidated, Rule, RuleViolation, check_against, check_rules, invalidated_thinking,
 };
+pub use shape::summary_message;
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, OPAQUE_PAYLOAD_TOKENS, TokenCounter, opaque_payloads};

@@ -349,7 +349,7 @@ fn every_strategy_and_preset_keeps_control_items_and_loaded_tools() {
             .sum();
         let walls = units.len() as u64;
         let envelope =
-            ByteEstimate.count(&rewrite::summary_message(format, &summary_text("", &[]), 0));
+            ByteEstimate.count(&format::summary_message(format, &summary_text("", &[]), 0));
         for percent in [85, 60, 40, 25] {
             let budget = total * percent / 100;
             for (p, pipeline) in pipelines(budget) {

@@ -1,7 +1,7 @@
 //! The framings a provider stream comes in, told apart by its first byte, and cut into
 //! frames (one provider event each):
 //!
-//! - **SSE** (anything else): `event:` / `data:` blocks ([`sse`](crate::format::sse)).
+//! - **SSE** (anything else): `event:` / `data:` blocks ([`sse`](super::sse)).
 //! - **JSON array** (`[`): Gemini `streamGenerateContent` without `alt=sse`, a streamed
 //!   (often pretty-printed) array of response objects.
 //! - **JSON values** (`{`): one object after another, usually one per line (the
@@ -12,68 +12,9 @@
 
 use memchr::{memchr2, memchr3};
 
+use super::buffer::{Buffer, Frame};
+use super::sse::SseFramer;
 use super::{At, StreamError};
-use crate::format::sse::SseFramer;
-
-/// The bytes received and not consumed yet, and the stream offset of the first one.
-#[derive(Default, Debug)]
-pub(crate) struct Buffer {
-    bytes: Vec<u8>,
-    pos: usize,
-    base: u64,
-}
-
-impl Buffer {
-    /// Appends `more`, first dropping what was consumed. **O(len(more) + unconsumed)**.
-    pub(crate) fn push(&mut self, more: &[u8]) {
-        if self.pos > 0 {
-            self.bytes.drain(..self.pos);
-            self.base += self.pos as u64;
-            self.pos = 0;
-        }
-        self.bytes.extend_from_slice(more);
-    }
-
-    /// The unconsumed bytes. **O(1)**.
-    pub(crate) fn rest(&self) -> &[u8] {
-        &self.bytes[self.pos..]
-    }
-
-    /// Consumes `n` bytes (at most what is left). **O(1)**.
-    pub(crate) fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.bytes.len());
-    }
-
-    /// Consumes `n` bytes and returns them. **O(1)**.
-    fn take(&mut self, n: usize) -> &[u8] {
-        let start = self.pos;
-        self.consume(n);
-        &self.bytes[start..self.pos]
-    }
-
-    /// Stream offset of the first unconsumed byte. **O(1)**.
-    pub(crate) fn offset(&self) -> u64 {
-        self.base + self.pos as u64
-    }
-
-    /// Bytes held (consumed ones included until the next push). **O(1)**.
-    pub(crate) fn held(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-/// One frame: a provider event's JSON text (or `[DONE]`), with where it came from; an
-/// SSE event is one (its fields borrow the framer until its next call).
-pub(crate) struct Frame<'a> {
-    /// The SSE `event:` name; empty for JSON framings and unnamed events.
-    pub(crate) name: &'a str,
-    /// The event's data.
-    pub(crate) data: &'a str,
-    /// 1-based number of the frame in the stream.
-    pub(crate) number: u64,
-    /// Byte offset where it starts.
-    pub(crate) offset: u64,
-}
 
 /// Where a JSON framer is, outside a value.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

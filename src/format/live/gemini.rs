@@ -20,8 +20,8 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
-use super::frames::Frame;
 use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::gemini::{Call, Part, PartialArg, placeholder_id};

@@ -63,12 +63,14 @@
 //! ```
 
 mod anthropic;
+mod buffer;
 mod emit;
 mod feed;
-pub(crate) mod frames;
+mod frames;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
+mod sse;
 
 use std::fmt;
 
@@ -502,7 +504,7 @@ pub struct Decoded {
 /// mean, said to the [`Emitter`] that makes the items.
 trait Provider: Send + Sync {
     /// Reads one event (frame).
-    fn frame(&mut self, frame: &frames::Frame<'_>, out: &mut Emitter) -> Result<(), StreamError>;
+    fn frame(&mut self, frame: &buffer::Frame<'_>, out: &mut Emitter) -> Result<(), StreamError>;
 
     /// The end of input: a response still streaming ends as interrupted.
     fn finish(&mut self, out: &mut Emitter) -> Result<(), StreamError>;
@@ -704,7 +706,7 @@ pub(crate) struct At {
 }
 
 impl At {
-    pub(crate) fn of(frame: &frames::Frame<'_>) -> At {
+    pub(crate) fn of(frame: &buffer::Frame<'_>) -> At {
         At {
             event: frame.number,
             offset: frame.offset,

@@ -28,8 +28,8 @@
 
 use serde::Deserialize;
 
+use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
-use super::frames::Frame;
 use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str};

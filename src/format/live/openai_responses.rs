@@ -17,8 +17,8 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
-use super::frames::Frame;
 use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError};
 use crate::CallId;
 use crate::format::json_doc::{JsonStr, opt_str, string_or_json};

@@ -12,13 +12,13 @@
 //!   `data:` line).
 //!
 //! The bytes of one event (its data plus the line being read) are capped: past
-//! [`Caps::max_event_bytes`](super::live::Caps::max_event_bytes) the framer stops with
-//! [`StreamError::TooLarge`](super::live::StreamError::TooLarge) instead of buffering on.
+//! [`Caps::max_event_bytes`](super::Caps::max_event_bytes) the framer stops with
+//! [`StreamError::TooLarge`](super::StreamError::TooLarge) instead of buffering on.
 
 use memchr::memchr2;
 
-use super::live::frames::{Buffer, Frame};
-use super::live::{At, StreamError};
+use super::buffer::{Buffer, Frame};
+use super::{At, StreamError};
 
 /// The SSE framer's state between calls: the event being read.
 pub(crate) struct SseFramer {
