@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
 use cutpoint::format::edit::EditError;
-use cutpoint::format::loaded::{SummarizeError, SummaryCount};
+use cutpoint::format::loaded::{SummarizeError, SummaryCount, SummaryOptions, ThinkingStep};
 use cutpoint::format::rewrite::RewriteError;
 use cutpoint::format::{ByteEstimate, Loaded};
 
@@ -119,61 +119,45 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
-/// One summary at the target ([`Loaded::summarize`]), or with `--budget` the one that
-/// brings the log within it ([`Loaded::summarize_within`], Python's `summarize` with a
-/// budget), the log printed in its format: records JSONL with the summary's units as
-/// `covers`; the provider formats with the pinned head (in messages) verbatim, one
-/// summary message, the retained messages byte-identical.
+/// One summary at the target, or with `--budget` the one that brings the log within it
+/// ([`Loaded::summarize`], Python's `summarize` too), the log printed in its format:
+/// records JSONL with the summary's units as `covers`; the provider formats with the
+/// pinned head (in messages) verbatim, one summary message, the retained messages
+/// byte-identical.
 fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
     let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
     let count = fixed.as_ref().map(|f| f as SummaryCount<'_>);
-    // With --budget: the budget, the tokens after the summary, and how many passes.
-    let mut over: Option<(u64, u64, usize)> = None;
-    let summarized = match args.strategy.budget {
+    let opts = match args.strategy.budget {
         Some(budget) => {
             // The cut moves forward from the target the budget asks for, as far as
             // it must.
             let mut window = args.window(0).direction(Direction::Forward);
             window.lookback_tokens = Some(args.lookback.unwrap_or(u64::MAX));
-            let before = loaded.live_tokens();
-            match loaded.summarize_within(
-                budget,
-                &window,
-                args.keep_head,
-                args.summary.as_deref(),
-                count,
-                &ByteEstimate,
-            ) {
-                // Judged against the budget once the thinking is settled, below.
-                Ok(Some(best)) => {
-                    over = Some((budget, best.tokens_after, best.passes));
-                    Ok(best.summarized)
-                }
-                Ok(None) if before <= budget => {
-                    eprintln!(
-                        "cutpoint: within budget already ({before} <= {budget} tokens): the log is unchanged"
-                    );
-                    let _ = io::stdout().lock().write_all(loaded.text().as_bytes());
-                    return ExitCode::SUCCESS;
-                }
-                Ok(None) => {
-                    eprintln!(
-                        "cutpoint: over budget: {before} tokens, the budget is {budget}, and no summary makes the log smaller"
-                    );
-                    return ExitCode::from(exit::DEFER);
-                }
-                Err(e) => Err(e),
-            }
+            SummaryOptions::within(budget, window)
         }
-        None => loaded.summarize(
-            &args.window(loaded.live_tokens()),
-            args.keep_head,
-            args.summary.as_deref(),
-            count,
-        ),
-    };
-    let done = match summarized {
-        Ok(done) => done,
+        None => SummaryOptions::at(args.window(loaded.live_tokens())),
+    }
+    .keep_head(args.keep_head)
+    .summary(args.summary.as_deref())
+    .summary_tokens(count)
+    .keep_thinking_valid(!args.strategy.allow_invalidated_thinking);
+    let done = match loaded.summarize(&opts, &ByteEstimate) {
+        Ok(Some(done)) => done,
+        Ok(None) => {
+            let before = loaded.live_tokens();
+            let budget = opts.budget.unwrap_or_default();
+            if before <= budget {
+                eprintln!(
+                    "cutpoint: within budget already ({before} <= {budget} tokens): the log is unchanged"
+                );
+                let _ = io::stdout().lock().write_all(loaded.text().as_bytes());
+                return ExitCode::SUCCESS;
+            }
+            eprintln!(
+                "cutpoint: over budget: {before} tokens, the budget is {budget}, and no summary makes the log smaller"
+            );
+            return ExitCode::from(exit::DEFER);
+        }
         Err(SummarizeError::Rewrite(RewriteError::Deferred(report))) => {
             eprintln!("cutpoint: deferred: {report}");
             return ExitCode::from(exit::DEFER);
@@ -182,46 +166,28 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
             eprintln!("cutpoint: deferred: {why}");
             return ExitCode::from(exit::DEFER);
         }
+        Err(SummarizeError::Thinking(e @ EditError::ThinkingBound { .. })) => {
+            eprintln!("cutpoint: {name}: {e}");
+            return ExitCode::from(exit::DEFER);
+        }
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
-    // `settled`: the thinking step rewrote the text.
-    let (text, simple, settled) =
-        if !args.strategy.allow_invalidated_thinking && !done.invalidated.is_empty() {
-            match loaded.keep_thinking_valid(
-                &done.summary.text,
-                args.keep_head,
-                args.summary.as_deref(),
-            ) {
-                Ok((text, simple)) => (text, simple, true),
-                Err(e @ EditError::ThinkingBound { .. }) => {
-                    eprintln!("cutpoint: {name}: {e}");
-                    return ExitCode::from(exit::DEFER);
-                }
-                Err(e) => return exit::bad_input(&format!("{name}: {e}")),
-            }
-        } else {
-            crate::strategy::warn_invalidated(&done.invalidated);
-            (done.summary.text, false, false)
-        };
-    if let Some((budget, mut after, passes)) = over {
-        if settled {
-            // Thinking stripped, or a simple compaction: counted again.
-            after = cutpoint::format::read(&text, loaded.format(), &ByteEstimate)
-                .map_or(after, |t| t.live_tokens());
-        }
-        if after > budget {
+    crate::strategy::warn_invalidated(&done.invalidated);
+    if let Some(budget) = opts.budget {
+        if done.tokens_after > budget {
             eprintln!(
-                "cutpoint: over budget: {after} tokens left, the budget is {budget} (the best of {passes} summaries)"
+                "cutpoint: over budget: {} tokens left, the budget is {budget} (the best of {} summaries)",
+                done.tokens_after, done.passes
             );
             return ExitCode::from(exit::DEFER);
         }
     }
-    if simple {
+    if done.thinking == ThinkingStep::Simple {
         crate::strategy::note_simple();
     } else {
         eprintln!("cutpoint: {}", done.done);
     }
     // A closed stdout (`| head`) is not worth a panic.
-    let _ = io::stdout().lock().write_all(text.as_bytes());
+    let _ = io::stdout().lock().write_all(done.summary.text.as_bytes());
     ExitCode::SUCCESS
 }

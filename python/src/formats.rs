@@ -6,7 +6,9 @@
 use std::cell::RefCell;
 
 use cutpoint::compact::{Direction, Unit, Window, estimate_summary_tokens, summary_text};
-use cutpoint::format::loaded::{SummarizeError, SummaryCount};
+use cutpoint::format::loaded::{
+    SummarizeError, Summarized, SummaryCount, SummaryOptions, ThinkingStep,
+};
 use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -403,7 +405,7 @@ struct Outcome {
     /// The summary message (line) as JSON text.
     summary: Option<String>,
     /// How many thinking blocks and reasoning items the output invalidates for their
-    /// provider's prefix binding (`format::Summarized::invalidated`).
+    /// provider's prefix binding (`format::loaded::Summarized::invalidated`).
     invalidated: usize,
     /// Whether the text is a simple compaction (keep-thinking-valid's way out): then
     /// `head`, `cut`, `ledger` and `summary` describe the summary it replaced, not
@@ -439,11 +441,10 @@ pub(crate) fn live_tokens(t: &Transcript) -> u64 {
         .fold(0u64, |a, m| a.saturating_add(m.tokens()))
 }
 
-/// `summarize` on any format: one summary at the target
-/// ([`Loaded::summarize_counted`], the CLI's `compact --target`), or, with a budget,
-/// the library's loop toward it ([`Loaded::summarize_within`], the CLI's `compact
-/// --budget` with no `--strategy`): the same code, the same bytes. The records
-/// summary counts its text with `counter`. **O(len)** per pass.
+/// `summarize` on any format: the library's one summary route ([`Loaded::summarize`],
+/// the CLI's `compact --target` and `compact --budget` with no `--strategy`): the same
+/// code, the same bytes. The records summary counts its text with `counter`.
+/// **O(len)** per pass.
 fn summarize(
     py: Python<'_>,
     text: &str,
@@ -461,64 +462,40 @@ fn summarize(
     };
     let before = loaded.live_tokens();
     let window = opts.window(opts.target.unwrap_or(0));
-    let (summary, count) = (opts.summary.as_deref(), Some(&count as SummaryCount<'_>));
-    let done = match opts.budget {
-        Some(budget) => loaded.summarize_within(
-            budget,
-            &window,
-            opts.keep_head,
-            summary,
-            count,
-            counter.get(),
-        ),
-        None => loaded
-            .summarize_counted(&window, opts.keep_head, summary, count, counter.get())
-            .map(Some),
-    };
+    let request = match opts.budget {
+        Some(budget) => SummaryOptions::within(budget, window),
+        None => SummaryOptions::at(window),
+    }
+    .keep_head(opts.keep_head)
+    .summary(opts.summary.as_deref())
+    .summary_tokens(Some(&count as SummaryCount<'_>))
+    .keep_thinking_valid(opts.keep_thinking_valid);
+    let done = loaded.summarize(&request, counter.get());
     counter.take_error()?;
     let best = match done {
-        Ok(done) => done.filter(|d| d.shrank()),
+        Ok(done) => done.filter(Summarized::shrank),
         // A deferral (no legal cut, the head still open) raises `DeferError`.
         Err(SummarizeError::Rewrite(e)) => return Err(errors::rewrite(py, &e)),
+        Err(SummarizeError::Thinking(e)) => return Err(errors::edit(py, &e)),
         Err(e) => return Err(errors::cutpoint(py, e.to_string())),
     };
-    let best = best.map(|d| {
-        let s = d.summarized.summary;
-        Outcome {
-            head: s.head,
-            cut: s.cut,
-            tokens_before: before,
-            tokens_after: d.tokens_after,
-            summarized_tokens: s.tokens,
-            ledger: s.ledger,
-            summary: d.message,
-            text: Some(s.text),
-            invalidated: d.summarized.invalidated.len(),
-            simple: false,
-            stripped: false,
-        }
-    });
-    let Some(mut outcome) = best else {
+    let Some(d) = best else {
         return Ok(Outcome::unchanged(before));
     };
-    if opts.keep_thinking_valid && outcome.invalidated > 0 {
-        // The CLI's default on a summary at a target: the same code
-        // (`Loaded::keep_thinking_valid`), the same refusal.
-        let text = outcome.text.take().unwrap_or_default();
-        let (text, simple) = loaded
-            .keep_thinking_valid(&text, opts.keep_head, opts.summary.as_deref())
-            .map_err(|e| errors::edit(py, &e))?;
-        outcome.tokens_after = live_tokens(&read(py, &text, format, counter)?);
-        outcome.stripped = !simple;
-        outcome.text = Some(text);
-        outcome.invalidated = 0;
-        if simple {
-            outcome.simple = true;
-            outcome.ledger.clear();
-            outcome.summary = None;
-        }
-    }
-    Ok(outcome)
+    let s = d.summary;
+    Ok(Outcome {
+        head: s.head,
+        cut: s.cut,
+        tokens_before: before,
+        tokens_after: d.tokens_after,
+        summarized_tokens: s.tokens,
+        ledger: s.ledger,
+        summary: d.message,
+        text: Some(s.text),
+        invalidated: d.invalidated.len(),
+        simple: d.thinking == ThinkingStep::Simple,
+        stripped: d.thinking == ThinkingStep::Stripped,
+    })
 }
 
 /// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | [`Loaded::select_cut`] | the log's tracker; a record index | the live history's tracker; a message index |
 //! | [`Loaded::native_cut`] | refused ([`NoNativeCompaction`]) | [`keep_recent_cut`] |
-//! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | [`rewrite::compact`] |
+//! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | [`rewrite::compact`], then the thinking kept valid |
 //! | [`Loaded::run`] | [`Pipeline::run_to_budget`] on the log, written back line by line | [`edit::run`] |
 //! | [`Loaded::check`] | [`validate`](crate::compact::validate()): the five conditions | [`check_rules`], or [`check_against`] an original |
 //!
@@ -94,37 +94,14 @@ pub enum SummarizeError {
     /// The output did not read back to be counted (a bug: every output reads back).
     #[error("the summarized log does not read back: {0}")]
     ReadBack(String),
+    /// Keeping the thinking valid failed: [`EditError::ThinkingBound`] when neither
+    /// stripping nor a simple compaction keeps it valid (a call still in flight: the
+    /// caller defers).
+    #[error(transparent)]
+    Thinking(#[from] EditError),
 }
 
-/// A summary at one target with the live history after it counted
-/// ([`Loaded::summarize_counted`]), or the best of several toward a budget
-/// ([`Loaded::summarize_within`]).
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Counted {
-    /// The summary, as [`Loaded::summarize`] made it.
-    pub summarized: Summarized,
-    /// Tokens of the live history before it.
-    pub tokens_before: u64,
-    /// Tokens of the live history after it, counted by the counter given.
-    pub tokens_after: u64,
-    /// The summary message as written (a document's element, or the JSON lines of
-    /// the summarized position, the summary record for records JSONL); `None` when
-    /// nothing was compacted.
-    pub message: Option<String>,
-    /// How many summaries were made to get here (1 for a target).
-    pub passes: usize,
-}
-
-impl Counted {
-    /// Whether it compacted anything and the log got smaller. **O(1)**.
-    pub fn shrank(&self) -> bool {
-        let s = &self.summarized.summary;
-        s.head < s.cut && self.tokens_after < self.tokens_before
-    }
-}
-
-/// The most summaries [`Loaded::summarize_within`] makes: each asks for the region
+/// The most summaries [`Loaded::summarize`] makes toward a budget: each asks for the region
 /// to grow past the previous cut by what the last left over the budget, so the cut
 /// only moves forward, and one that cannot move it ends the loop. Bounded so that a
 /// pathological ledger cannot loop long.
@@ -161,21 +138,155 @@ pub struct NotComparable;
 /// lists.
 pub type SummaryCount<'c> = &'c dyn Fn(&[Unit]) -> u64;
 
+/// What [`Loaded::summarize`] is asked for: one summary at the window's target, or
+/// with [`budget`](Self::budget) the one that brings the live history within it.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SummaryOptions<'c> {
+    /// The window: its lookback, direction and argument policy, and, without a
+    /// budget, its target (with a budget the target is set pass by pass).
+    pub window: Window,
+    /// The live history's budget in tokens, if any.
+    pub budget: Option<u64>,
+    /// Records (records JSONL) or messages of the live history (the other formats)
+    /// pinned at the front, overriding `window.keep_head`.
+    pub keep_head: usize,
+    /// The summary's prose (the provider formats default to [`DEFAULT_SUMMARY`]).
+    pub summary: Option<&'c str>,
+    /// What a records summary counts for the ledger it lists (by default about a
+    /// quarter of its bytes).
+    pub summary_tokens: Option<SummaryCount<'c>>,
+    /// Keep thinking bound to its prefix valid (the default): what the summary
+    /// invalidates is stripped, or the output is a simple compaction, or the summary
+    /// is refused ([`EditError::ThinkingBound`]).
+    pub keep_thinking_valid: bool,
+}
+
+impl fmt::Debug for SummaryOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SummaryOptions")
+            .field("window", &self.window)
+            .field("budget", &self.budget)
+            .field("keep_head", &self.keep_head)
+            .field("summary", &self.summary)
+            .field("summary_tokens", &self.summary_tokens.map(|_| "fn"))
+            .field("keep_thinking_valid", &self.keep_thinking_valid)
+            .finish()
+    }
+}
+
+impl<'c> SummaryOptions<'c> {
+    /// One summary at `window`'s target, no head pinned, the default prose, thinking
+    /// kept valid. **O(1)**.
+    pub fn at(window: Window) -> Self {
+        SummaryOptions {
+            window,
+            budget: None,
+            keep_head: 0,
+            summary: None,
+            summary_tokens: None,
+            keep_thinking_valid: true,
+        }
+    }
+
+    /// The summary that brings the live history within `budget` tokens, the cut
+    /// searched from `window` (its lookback, direction and argument policy). **O(1)**.
+    pub fn within(budget: u64, window: Window) -> Self {
+        SummaryOptions {
+            budget: Some(budget),
+            ..SummaryOptions::at(window)
+        }
+    }
+
+    /// Pins `n` records or messages of the live history. **O(1)**.
+    pub fn keep_head(mut self, n: usize) -> Self {
+        self.keep_head = n;
+        self
+    }
+
+    /// The summary's prose. **O(1)**.
+    pub fn summary(mut self, text: Option<&'c str>) -> Self {
+        self.summary = text;
+        self
+    }
+
+    /// What a records summary counts. **O(1)**.
+    pub fn summary_tokens(mut self, count: Option<SummaryCount<'c>>) -> Self {
+        self.summary_tokens = count;
+        self
+    }
+
+    /// Whether to keep thinking valid (on by default). **O(1)**.
+    pub fn keep_thinking_valid(mut self, on: bool) -> Self {
+        self.keep_thinking_valid = on;
+        self
+    }
+}
+
+/// What keeping thinking valid did to a summary ([`Summarized::thinking`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum ThinkingStep {
+    /// Nothing: the summary invalidated nothing, or the caller allowed it.
+    Untouched,
+    /// The thinking the summary invalidated was stripped.
+    Stripped,
+    /// The output is a simple compaction of the log instead (the whole live history
+    /// past the head in one summary, the next instruction kept).
+    Simple,
+}
+
 /// A summary written by [`Loaded::summarize`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Summarized {
     /// One line saying what was done, as `cutpoint compact` prints it.
     pub done: String,
-    /// The log after it and what was summarized (for records JSONL too: its
-    /// positions are records, and no orphans are listed); `head == cut` when nothing
-    /// was compacted, the text then the input.
+    /// The log after it (the thinking step's output, if it ran) and what was
+    /// summarized (for records JSONL too: its positions are records, and no orphans
+    /// are listed); `head == cut` when nothing was compacted, the text then the input.
+    /// After a simple compaction the ledger is empty (the simple compaction's own is
+    /// in its text).
     pub summary: Rewritten,
-    /// The thinking blocks and reasoning items of the text that the summary
-    /// invalidates for their provider's prefix binding (as
+    /// The thinking blocks and reasoning items of the text that the output invalidates
+    /// for their provider's prefix binding (as
     /// [`Compacted::invalidated`](super::edit::Compacted::invalidated)); empty for
-    /// records JSONL and when nothing was compacted.
+    /// records JSONL, when nothing was compacted, and when thinking was kept valid.
     pub invalidated: Vec<super::Invalidated>,
+    /// Tokens of the live history before.
+    pub tokens_before: u64,
+    /// Tokens of the live history after, by the counter given.
+    pub tokens_after: u64,
+    /// The summary message as written (a document's element, or the JSON lines of
+    /// the summarized position, the summary record for records JSONL); `None` when
+    /// nothing was compacted, and after a simple compaction.
+    pub message: Option<String>,
+    /// How many summaries were made to get here (1 without a budget).
+    pub passes: usize,
+    /// What keeping thinking valid did.
+    pub thinking: ThinkingStep,
+}
+
+impl Summarized {
+    /// A summary not yet counted or checked for thinking. **O(1)**.
+    fn of(done: String, summary: Rewritten) -> Self {
+        Summarized {
+            done,
+            summary,
+            invalidated: Vec::new(),
+            tokens_before: 0,
+            tokens_after: 0,
+            message: None,
+            passes: 1,
+            thinking: ThinkingStep::Untouched,
+        }
+    }
+
+    /// Whether it compacted anything and the log got smaller. **O(1)**.
+    pub fn shrank(&self) -> bool {
+        let s = &self.summary;
+        s.head < s.cut && self.tokens_after < self.tokens_before
+    }
 }
 
 /// One violation [`Loaded::check`] found.
@@ -304,46 +415,6 @@ impl<'a> Loaded<'a> {
         }
     }
 
-    /// `output`, a rewrite of this log (a [`summarize`](Self::summarize) or any
-    /// other), with the thinking blocks and reasoning items it invalidates for their
-    /// provider's prefix binding stripped and the refused server ids removed: what
-    /// [`Pipeline::keep_thinking_valid`] does on the strategies' route, in the same
-    /// code. Where stripping would take the current turn's or the latest assistant
-    /// message's thinking, the output is a simple compaction of this log instead (the
-    /// whole live history past `keep_head` messages in one summary headed by
-    /// `summary`, the next instruction kept), and the second value says so. Records
-    /// JSONL: the output as it is (no record is bound to its prefix). **O(len)** of the
-    /// output.
-    ///
-    /// # Errors
-    /// [`EditError::ThinkingBound`] when neither keeps the thinking valid (a call
-    /// still in flight: the caller defers); [`EditError::Reread`] when `output` does
-    /// not read as this log's format.
-    pub fn keep_thinking_valid(
-        &self,
-        output: &str,
-        keep_head: usize,
-        summary: Option<&str>,
-    ) -> Result<(String, bool), EditError> {
-        let View::Transcript(t, input) = self.view() else {
-            return Ok((output.to_owned(), false));
-        };
-        let back = super::read(output, t.format, &super::ByteEstimate)
-            .map_err(|e| EditError::Reread(e.to_string()))?;
-        let prose = summary.unwrap_or(DEFAULT_SUMMARY);
-        let mut summarizer = |_: &SummaryRequest<'_>| Prose::text(prose);
-        let valid = edit::keep_valid(
-            t,
-            input,
-            (keep_head, 0),
-            output.to_owned(),
-            back,
-            &mut summarizer,
-            &super::ByteEstimate,
-        )?;
-        Ok((valid.text, valid.simple))
-    }
-
     /// Tokens of the live history (the whole log, for records JSONL: the records'
     /// own counts). **O(1)** for a judged records log, **O(blocks)** otherwise.
     pub fn live_tokens(&self) -> u64 {
@@ -469,35 +540,99 @@ impl<'a> Loaded<'a> {
         }
     }
 
-    /// [`summarize`](Self::summarize), with the live history after it counted by
-    /// `counter`: a JSON document's summary element read alone (the retained
-    /// messages keep their counts), JSON lines read back whole (a summary line takes
-    /// context from its neighbours), records JSONL read back (records carry their
-    /// counts). What `cutpoint compact --target` and Python's `summarize` write.
-    /// **O(len)**.
+    /// Replaces the region before a legal cut by one summary and writes the log back
+    /// in its format: the one summary route of every front end (`cutpoint compact
+    /// --target`, `--keep` and `--budget` with no `--strategy`, Python's `summarize`).
+    ///
+    /// Without a budget, one summary at `opts.window`'s target. With one, the summary
+    /// at the target the budget asks for (the live tokens over it, past the pinned
+    /// head), and again with a larger target while the result is over the budget and
+    /// the cut can still move (at most [`BUDGET_PASSES`] summaries, each from the
+    /// input, never from an earlier output); the one with the fewest tokens after it
+    /// is kept, which may still be over the budget. The live history after is counted
+    /// with `counter`: a JSON document's summary element read alone (the retained
+    /// messages keep their counts), JSON lines and records JSONL read back whole.
+    /// Then, with `opts.keep_thinking_valid`, the thinking the summary invalidates for
+    /// its prefix binding is stripped, or the output is a simple compaction
+    /// ([`ThinkingStep`]), in the code the strategies' route uses. A log with nothing
+    /// to compact past its head comes back as it came (`head == cut`). `Ok(None)`
+    /// only with a budget: the log is within it already, or no summary makes it
+    /// smaller. **O(len)** per pass.
     ///
     /// # Errors
-    /// As [`summarize`](Self::summarize); [`SummarizeError::ReadBack`] if the output
-    /// does not read back (a bug).
-    pub fn summarize_counted(
+    /// [`SummarizeError::Rewrite`] with [`RewriteError::Deferred`] (no legal cut in
+    /// the window, or one reaching only the head) or [`RewriteError::Plan`] (the head
+    /// still open), from the first pass (a later pass that defers ends the loop with
+    /// the best so far); [`SummarizeError::Thinking`] with
+    /// [`EditError::ThinkingBound`]: the caller waits. Any other error is the input's.
+    pub fn summarize(
+        &self,
+        opts: &SummaryOptions<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<Summarized>, SummarizeError> {
+        let best = match opts.budget {
+            None => Some(self.summary_counted(&opts.window, opts, counter)?),
+            Some(budget) => self.summary_within(budget, opts, counter)?,
+        };
+        let Some(mut best) = best else {
+            return Ok(None);
+        };
+        let View::Transcript(t, input) = self.view() else {
+            return Ok(Some(best));
+        };
+        if best.summary.head == best.summary.cut {
+            return Ok(Some(best));
+        }
+        // What the summary invalidates: the output read back (the blocks' tokens play
+        // no part in it).
+        let back = super::read(&best.summary.text, t.format, &super::ByteEstimate)
+            .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
+        best.invalidated = super::invalidated_thinking(t, &back);
+        if !opts.keep_thinking_valid || best.invalidated.is_empty() {
+            return Ok(Some(best));
+        }
+        let back = super::read(&best.summary.text, t.format, counter)
+            .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
+        let prose = opts.summary.unwrap_or(DEFAULT_SUMMARY);
+        let mut summarizer = |_: &SummaryRequest<'_>| Prose::text(prose);
+        let valid = edit::keep_valid(
+            t,
+            input,
+            (opts.keep_head, 0),
+            std::mem::take(&mut best.summary.text),
+            back,
+            &mut summarizer,
+            counter,
+        )?;
+        best.summary.text = valid.text;
+        best.tokens_after = valid.back.live_tokens();
+        best.invalidated.clear();
+        best.thinking = if valid.simple {
+            best.summary.ledger.clear();
+            best.summary.orphans.clear();
+            best.message = None;
+            ThinkingStep::Simple
+        } else {
+            ThinkingStep::Stripped
+        };
+        Ok(Some(best))
+    }
+
+    /// One summary at `window`'s target with the live history after it counted by
+    /// `counter` (see [`summarize`](Self::summarize)). **O(len)**.
+    fn summary_counted(
         &self,
         window: &Window,
-        keep_head: usize,
-        summary: Option<&str>,
-        summary_tokens: Option<SummaryCount<'_>>,
+        opts: &SummaryOptions<'_>,
         counter: &dyn TokenCounter,
-    ) -> Result<Counted, SummarizeError> {
+    ) -> Result<Summarized, SummarizeError> {
         let before = self.live_tokens();
-        let done = self.summarize(window, keep_head, summary, summary_tokens)?;
+        let mut done = self.summary_at(window, opts)?;
+        done.tokens_before = before;
+        done.tokens_after = before;
         let s = &done.summary;
         if s.head == s.cut {
-            return Ok(Counted {
-                summarized: done,
-                tokens_before: before,
-                tokens_after: before,
-                message: None,
-                passes: 1,
-            });
+            return Ok(done);
         }
         let format = self.format();
         let (tokens_after, message) = if format.is_json_document() && format != Format::GeminiCli {
@@ -505,7 +640,7 @@ impl<'a> Loaded<'a> {
             // (the one ledger renderer's text in the format's shape), read alone:
             // no re-read of the whole output is needed.
             let text = compact::SummaryParts::new(
-                summary.unwrap_or(DEFAULT_SUMMARY).to_owned(),
+                opts.summary.unwrap_or(DEFAULT_SUMMARY).to_owned(),
                 s.ledger.clone(),
                 s.orphans.clone(),
             )
@@ -529,39 +664,21 @@ impl<'a> Loaded<'a> {
             });
             (out.live_tokens(), message)
         };
-        Ok(Counted {
-            summarized: done,
-            tokens_before: before,
-            tokens_after,
-            message,
-            passes: 1,
-        })
+        done.tokens_after = tokens_after;
+        done.message = message;
+        Ok(done)
     }
 
-    /// One summary that brings the live history within `budget` tokens, if one can:
-    /// [`summarize_counted`](Self::summarize_counted) at the target the budget asks
-    /// for (the live tokens over the budget, past the pinned head), and again with a
-    /// larger target while the result is over the budget and the cut can still move
-    /// (at most [`BUDGET_PASSES`] summaries, each from the input, never from an
-    /// earlier output). `window` gives the lookback, direction and argument policy;
-    /// its target is set each pass. Returns the summary with the fewest tokens after
-    /// it, which may still be over the budget, or `None` when the log is within the
-    /// budget already or no summary makes it smaller. What `cutpoint compact
-    /// --budget` (with no `--strategy`) and Python's `summarize` with a budget run.
-    /// **O(passes x len)**.
-    ///
-    /// # Errors
-    /// As [`summarize_counted`](Self::summarize_counted), from the first pass only:
-    /// a later pass that defers ends the loop with the best so far.
-    pub fn summarize_within(
+    /// The budget loop of [`summarize`](Self::summarize): each pass asks the region to
+    /// grow past the previous cut by what the last left over the budget, so the cut
+    /// only moves forward, and one that cannot move it ends the loop. **O(passes x
+    /// len)**.
+    fn summary_within(
         &self,
         budget: u64,
-        window: &Window,
-        keep_head: usize,
-        summary: Option<&str>,
-        summary_tokens: Option<SummaryCount<'_>>,
+        opts: &SummaryOptions<'_>,
         counter: &dyn TokenCounter,
-    ) -> Result<Option<Counted>, SummarizeError> {
+    ) -> Result<Option<Summarized>, SummarizeError> {
         let (live, prefix) = self.live_prefix();
         let before = prefix[prefix.len() - 1];
         if before <= budget {
@@ -570,14 +687,13 @@ impl<'a> Loaded<'a> {
         let tokens_before = |m: usize| prefix[m.saturating_sub(live).min(prefix.len() - 1)];
         let len = live + prefix.len() - 1;
         let mut target =
-            (before - budget).saturating_add(tokens_before(live.saturating_add(keep_head)));
-        let mut best: Option<Counted> = None;
+            (before - budget).saturating_add(tokens_before(live.saturating_add(opts.keep_head)));
+        let mut best: Option<Summarized> = None;
         let mut last_cut = None;
         for pass in 1..=BUDGET_PASSES {
-            let mut w = window.clone();
-            w.target_tokens = target;
-            let done = match self.summarize_counted(&w, keep_head, summary, summary_tokens, counter)
-            {
+            let mut window = opts.window.clone();
+            window.target_tokens = target;
+            let done = match self.summary_counted(&window, opts, counter) {
                 Ok(done) => done,
                 Err(SummarizeError::Rewrite(RewriteError::Plan(_) | RewriteError::Deferred(_)))
                     if best.is_some() =>
@@ -586,14 +702,14 @@ impl<'a> Loaded<'a> {
                 }
                 Err(e) => return Err(e),
             };
-            let s = &done.summarized.summary;
+            let s = &done.summary;
             let (cut, region, after) = (s.cut, s.tokens, done.tokens_after);
             if s.head == s.cut || last_cut.is_some_and(|c| c >= cut) {
                 break;
             }
             last_cut = Some(cut);
             if best.as_ref().is_none_or(|b| after < b.tokens_after) {
-                best = Some(Counted {
+                best = Some(Summarized {
                     passes: pass,
                     ..done
                 });
@@ -606,44 +722,31 @@ impl<'a> Loaded<'a> {
             target =
                 tokens_before(cut).saturating_add(grow_by(after - budget, region, summary_tokens));
         }
-        Ok(best.filter(Counted::shrank))
+        Ok(best.filter(Summarized::shrank))
     }
 
-    /// Replaces the region before the legal cut nearest `window`'s target by one
-    /// summary and writes the log back in its format. `keep_head` pins the first
-    /// records (records JSONL) or messages of the live history (the other formats,
-    /// overriding `window.keep_head`). `summary` is the prose (the other formats
-    /// default to "Earlier conversation, compacted."); `summary_tokens` what the
-    /// summary record counts for the ledger it lists (records JSONL; by default about
-    /// a quarter of its bytes). A log with nothing to compact past its head is
-    /// returned as it came. **O(len)**.
-    ///
-    /// # Errors
-    /// [`SummarizeError::Rewrite`] with [`RewriteError::Deferred`] (no legal cut in
-    /// the window, or one reaching only the head) or [`RewriteError::Plan`] (the head
-    /// still open): the caller waits; any other error is the input's.
-    pub fn summarize(
+    /// One summary at `window`'s target, written back in the log's format, not yet
+    /// counted ([`summarize`](Self::summarize)). **O(len)**.
+    fn summary_at(
         &self,
         window: &Window,
-        keep_head: usize,
-        summary: Option<&str>,
-        summary_tokens: Option<SummaryCount<'_>>,
+        opts: &SummaryOptions<'_>,
     ) -> Result<Summarized, SummarizeError> {
         let (transcript, input) = match self.view() {
             View::Transcript(transcript, input) => (transcript, input),
             View::Records(log, _) => {
                 let log = log.map_err(RewriteError::from)?.into_owned();
-                let window = window.clone().keep_head(keep_head);
-                return summarize_records(log, &window, summary, summary_tokens);
+                let window = window.clone().keep_head(opts.keep_head);
+                return summarize_records(log, &window, opts.summary, opts.summary_tokens);
             }
         };
-        let summary = summary.unwrap_or(DEFAULT_SUMMARY);
-        let Some(done) = rewrite::compact(transcript, input, window, keep_head, summary)? else {
-            let head = transcript.live_from().saturating_add(keep_head);
-            return Ok(Summarized {
-                invalidated: Vec::new(),
-                done: "nothing to compact past the pinned head".to_owned(),
-                summary: Rewritten {
+        let summary = opts.summary.unwrap_or(DEFAULT_SUMMARY);
+        let Some(done) = rewrite::compact(transcript, input, window, opts.keep_head, summary)?
+        else {
+            let head = transcript.live_from().saturating_add(opts.keep_head);
+            return Ok(Summarized::of(
+                "nothing to compact past the pinned head".to_owned(),
+                Rewritten {
                     text: input.to_owned(),
                     head,
                     cut: head,
@@ -651,28 +754,22 @@ impl<'a> Loaded<'a> {
                     ledger: Vec::new(),
                     orphans: Vec::new(),
                 },
-            });
+            ));
         };
         let orphans = match done.orphans.len() {
             0 => String::new(),
             n => format!(", {n} orphan results listed"),
         };
-        // What the summary invalidates: the output read back (the blocks' tokens
-        // play no part in it).
-        let invalidated = super::read(&done.text, transcript.format, &super::ByteEstimate)
-            .map(|back| super::invalidated_thinking(transcript, &back))
-            .unwrap_or_default();
-        Ok(Summarized {
-            invalidated,
-            done: format!(
+        Ok(Summarized::of(
+            format!(
                 "summarized messages {}..{} ({} tokens, {} tool pairs{orphans})",
                 done.head,
                 done.cut,
                 done.tokens,
                 done.ledger.len()
             ),
-            summary: done,
-        })
+            done,
+        ))
     }
 
     /// Runs `pipeline` to its budget and writes the log back in its format: records
@@ -846,10 +943,9 @@ fn summarize_records(
     );
     let done = plan.to_string();
     log.apply(&plan, summary.map(str::to_owned), tokens)?;
-    Ok(Summarized {
+    Ok(Summarized::of(
         done,
-        invalidated: Vec::new(),
-        summary: Rewritten {
+        Rewritten {
             text: write_records(&log),
             head: plan.region.start,
             cut: plan.region.end,
@@ -857,7 +953,7 @@ fn summarize_records(
             ledger,
             orphans: Vec::new(),
         },
-    })
+    ))
 }
 
 /// A records log written back as records JSONL. **O(len)**.

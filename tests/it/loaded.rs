@@ -7,6 +7,7 @@
 use cutpoint::compact::pipeline::{Pipeline, Progress};
 use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy as Compaction};
 use cutpoint::compact::{self, Entry, Log, Options, Window, estimate_summary_tokens};
+use cutpoint::format::loaded::SummaryOptions;
 use cutpoint::format::records::{Reader, write_entry};
 use cutpoint::format::{self, ByteEstimate, Format, FormatError, LoadError, Loaded};
 use proptest::prelude::*;
@@ -125,17 +126,17 @@ proptest! {
         // One summary: the plan and its apply, written line by line.
         let window = Window::new(target);
         let mut by_hand = log.clone();
-        let summarized = whole.summarize(&window, 0, None, None);
+        let summarized = whole.summarize(&SummaryOptions::at(window.clone()), &ByteEstimate);
         match by_hand.plan(&window) {
             Ok(plan) if !plan.region.is_empty() => {
                 let tokens = estimate_summary_tokens(None, &by_hand.units(&plan));
                 by_hand.apply(&plan, None, tokens).unwrap();
-                let summarized = summarized.unwrap();
+                let summarized = summarized.unwrap().expect("a summary without a budget");
                 let done = &summarized.summary;
                 prop_assert_eq!(&done.text, &written(&by_hand));
                 prop_assert_eq!((done.head, done.cut), (plan.region.start, plan.region.end));
                 prop_assert_eq!(&summarized.done, &plan.to_string());
-                let again = unjudged.summarize(&window, 0, None, None).unwrap();
+                let again = unjudged.summarize(&SummaryOptions::at(window.clone()), &ByteEstimate).unwrap().unwrap();
                 prop_assert_eq!(&again.summary.text, &done.text);
             }
             Ok(_) => {}
