@@ -20,8 +20,8 @@ use std::path::Path;
 
 use cutpoint::compact::pipeline::Preset;
 use cutpoint::compact::strategy::{Floors, Goal, Kind, StepReport, Strategy};
-use cutpoint::format::edit::{TranscriptLog, log_of, write};
 use cutpoint::format::{self, ByteEstimate, Transcript, check_rules};
+use cutpoint::testing::writers::{TranscriptLog, log_of, write};
 
 /// The cell for a run that left `after` of `before` tokens, checked by writing `steps`
 /// back into the transcript.

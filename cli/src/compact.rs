@@ -6,10 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
-use cutpoint::format::edit::EditError;
 use cutpoint::format::loaded::{SummarizeError, SummaryCount, SummaryOptions, ThinkingStep};
-use cutpoint::format::rewrite::RewriteError;
-use cutpoint::format::{ByteEstimate, Loaded};
+use cutpoint::format::{ByteEstimate, EditError, Loaded, RewriteError};
 
 use crate::exit;
 use crate::guard::InputOptions;

@@ -159,7 +159,7 @@ pub(crate) fn run(
             let _ = out.write_all(done.text.as_bytes());
             let _ = out.flush();
         }),
-        Err(e @ cutpoint::format::edit::EditError::ThinkingBound { .. }) => {
+        Err(e @ cutpoint::format::EditError::ThinkingBound { .. }) => {
             eprintln!("cutpoint: {name}: {e}");
             ExitCode::from(exit::DEFER)
         }

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use cutpoint::compact::pipeline::{Choice, Pipeline, Progress, Settings};
 use cutpoint::compact::strategy::LedgerOnly;
-use cutpoint::format::edit::EditError;
+use cutpoint::format::EditError;
 use cutpoint::format::{ByteEstimate, Finding, LoadError, Loaded};
 use serde::Deserialize;
 use serde_json::value::RawValue;

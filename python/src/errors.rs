@@ -6,7 +6,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cutpoint::compact::PlanError;
-use cutpoint::format::rewrite::RewriteError;
+use cutpoint::format::RewriteError;
 use cutpoint::format::{DeferReport, FormatError};
 use cutpoint::{AppendError, Defer, EventError, ReplaceError, StrictViolation};
 use pyo3::prelude::*;
@@ -371,8 +371,8 @@ pub(crate) fn rewrite(py: Python<'_>, e: &RewriteError) -> PyErr {
 /// The error of a transcript rewrite: `DeferError` with reason `thinking_bound` for
 /// keep-thinking-valid's refusal (the CLI's exit 3), a refused record as
 /// `AppendError`, `CutpointError` otherwise. **O(1)**.
-pub(crate) fn edit(py: Python<'_>, e: &cutpoint::format::edit::EditError) -> PyErr {
-    use cutpoint::format::edit::EditError;
+pub(crate) fn edit(py: Python<'_>, e: &cutpoint::format::EditError) -> PyErr {
+    use cutpoint::format::EditError;
     match e {
         EditError::ThinkingBound { message, line, .. } => raise(
             py,

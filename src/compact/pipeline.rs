@@ -253,19 +253,19 @@ pub struct Pipeline {
     pub floors: Floors,
     /// The input budget the fractions refer to, and the size a run tries to reach.
     pub budget: Option<u64>,
-    /// A transcript rewrite ([`format::edit::run`](crate::format::edit::run)) keeps
+    /// A transcript rewrite ([`Loaded::run`](crate::format::Loaded::run)) keeps
     /// every thinking block and reasoning item it writes valid for its provider's
     /// prefix binding (Anthropic preserved thinking, OpenAI reasoning items): those
     /// whose prefix the run changed are stripped, and a run that would change the
     /// prefix of the latest assistant message's thinking is refused
-    /// ([`EditError::ThinkingBound`](crate::format::edit::EditError::ThinkingBound)).
+    /// ([`EditError::ThinkingBound`](crate::format::EditError::ThinkingBound)).
     /// On by default: a log without signed thinking or reasoning items has nothing it
     /// applies to, and on one that has, an output the provider refuses (or whose
     /// thinking it drops) is not what a compaction is for. Where stripping would take
     /// the current turn's or the latest assistant message's thinking, the run writes
-    /// a simple compaction instead ([`Compacted::simple`](crate::format::edit::Compacted::simple)).
+    /// a simple compaction instead ([`Compacted::simple`](crate::format::Compacted::simple)).
     /// Off, the output is written as the stages made it, the invalidated blocks listed
-    /// ([`Compacted::invalidated`](crate::format::edit::Compacted::invalidated)) and
+    /// ([`Compacted::invalidated`](crate::format::Compacted::invalidated)) and
     /// reported by `check --before` as `reasoning/prefix-changed` (for a caller that
     /// sends it with Anthropic's `drop_block`). A [`Log`] run ignores it.
     pub keep_thinking_valid: bool,

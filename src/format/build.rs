@@ -1,11 +1,12 @@
-//! From messages to records: which messages a provider binds to the one before, and
-//! the record sequence the tracker reads.
+//! From messages to records: which messages a provider binds to the one before, the
+//! record sequence the tracker reads, and the live history as a compaction [`Log`]
+//! (the one Transcript -> Log builder, [`log_of`]).
 
 use std::collections::{HashMap, HashSet};
 
 use super::{Block, Format, Role, Transcript, gemini};
-use crate::compact::{Entry, Payload, Unit};
-use crate::{CallId, Record};
+use crate::compact::{Entry, Log, Payload, Unit};
+use crate::{AppendError, CallId, Record};
 
 /// Assigns Gemini's missing ids and marks the messages a provider binds to the one
 /// before them. **O(blocks)**.
@@ -50,26 +51,74 @@ pub(crate) fn records(t: &Transcript, from: usize) -> (Vec<Record>, Vec<usize>) 
     (records, built.owner)
 }
 
-/// The entries of messages `from..`: records as [`records`] builds them, with the
-/// payloads a summary and the strategies need (a call's tool name and arguments, a
-/// result's first line as its content, thinking as [`Payload::Reasoning`], an earlier
-/// summary's prose and units, carried as data; control items and the blocks that
-/// loaded a tool as [`Payload::Kept`], walls no strategy touches). The one Transcript -> Log builder:
-/// `--target` rewrites and the strategies both read a transcript through it.
-/// **O(len)** of the payloads.
-pub(crate) fn entries(t: &Transcript, from: usize) -> Built {
-    walk(t, from, true)
+/// A transcript's live history as a compaction [`Log`], with where each record came
+/// from.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TranscriptLog {
+    /// The log: one entry per block of the live history, with the payload facts a
+    /// strategy needs (tool names and arguments, first lines of results, thinking).
+    pub log: Log,
+    /// The message of each record.
+    pub owner: Vec<usize>,
+    /// The block of each record within its message.
+    pub block: Vec<usize>,
+    /// Records to pin at the front: the message that opens the live history after a
+    /// compaction boundary (a Codex `compacted` item, Claude Code's summary), which a
+    /// strategy must not edit or summarize away.
+    pub pinned: usize,
+    /// `id#N` -> `id`, for the calls whose reused id the log renamed: a ledger names a
+    /// call as the transcript spells it.
+    pub renamed: HashMap<CallId, CallId>,
+}
+
+impl TranscriptLog {
+    /// The id call `id` of the log has in the transcript (a renamed reused id's
+    /// original). **O(1)**.
+    #[cfg(feature = "testing")]
+    pub fn original(&self, id: &CallId) -> CallId {
+        self.renamed.get(id).unwrap_or(id).clone()
+    }
+}
+
+/// The log of `t`'s live history, each record with its payload: calls with their
+/// tool name and arguments, results with their first line, thinking and reasoning as
+/// [`Payload::Reasoning`] (signed: providers sign it, or bind it to what follows), an
+/// earlier summary's prose and units carried as data, control items and the blocks
+/// that loaded a tool as [`Payload::Kept`] (walls no strategy touches). The one
+/// Transcript -> Log builder: `--target` rewrites and the strategies both read a
+/// transcript through it. **O(records)**.
+///
+/// # Errors
+/// The tracker's [`AppendError`] (a log too long or too large).
+pub fn log_of(t: &Transcript) -> Result<TranscriptLog, AppendError> {
+    let from = t.live_from();
+    let built = walk(t, from, true);
+    let log = Log::from_entries(built.entries)?;
+    let pinned = match t.messages.get(from) {
+        Some(first) if first.starts_history || first.role == Role::Compacted => {
+            built.owner.iter().take_while(|&&m| m == from).count()
+        }
+        _ => 0,
+    };
+    Ok(TranscriptLog {
+        log,
+        owner: built.owner,
+        block: built.block,
+        pinned,
+        renamed: built.renamed,
+    })
 }
 
 /// Entries, the message and block index of each, and the original id of every
 /// renamed call.
-pub(crate) struct Built {
-    pub(crate) entries: Vec<Entry>,
-    pub(crate) owner: Vec<usize>,
+struct Built {
+    entries: Vec<Entry>,
+    owner: Vec<usize>,
     /// The block of each entry within its message.
-    pub(crate) block: Vec<usize>,
+    block: Vec<usize>,
     /// `id#N` -> `id`, for the calls whose id came back.
-    pub(crate) renamed: HashMap<CallId, CallId>,
+    renamed: HashMap<CallId, CallId>,
 }
 
 /// `id#n` for the smallest `n` at or past `*n` that no record carries yet (an earlier

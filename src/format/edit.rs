@@ -27,6 +27,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::build::{TranscriptLog, log_of};
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, shape, usage};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
@@ -38,35 +39,6 @@ use crate::compact::{Entry, Log, Payload, SummaryParts};
 use crate::compact::{Orphan, Unit};
 use crate::{AppendError, CallId};
 
-/// A transcript's live history as a compaction [`Log`], with where each record came
-/// from.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct TranscriptLog {
-    /// The log: one entry per block of the live history, with the payload facts a
-    /// strategy needs (tool names and arguments, first lines of results, thinking).
-    pub log: Log,
-    /// The message of each record.
-    pub owner: Vec<usize>,
-    /// The block of each record within its message.
-    pub block: Vec<usize>,
-    /// Records to pin at the front: the message that opens the live history after a
-    /// compaction boundary (a Codex `compacted` item, Claude Code's summary), which a
-    /// strategy must not edit or summarize away.
-    pub pinned: usize,
-    /// `id#N` -> `id`, for the calls whose reused id the log renamed: a ledger names a
-    /// call as the transcript spells it.
-    pub renamed: std::collections::HashMap<crate::CallId, crate::CallId>,
-}
-
-impl TranscriptLog {
-    /// The id call `id` of the log has in the transcript (a renamed reused id's
-    /// original). **O(1)**.
-    pub fn original(&self, id: &CallId) -> CallId {
-        self.renamed.get(id).unwrap_or(id).clone()
-    }
-}
-
 /// A pipeline run on a transcript, written back in the transcript's format.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -74,7 +46,7 @@ pub struct Compacted {
     /// The transcript after the run, in its own format (the input, byte for byte,
     /// when no stage changed anything).
     pub text: String,
-    /// What each stage did, round after round (see [`run`]); `tokens_after` is the
+    /// What each stage did, round after round (see [`Loaded::run`](super::Loaded::run)); `tokens_after` is the
     /// output's live history read back with the caller's counter, not the
     /// strategies' estimate.
     pub report: PipelineReport,
@@ -97,7 +69,7 @@ pub struct Compacted {
     pub simple: bool,
 }
 
-/// The most rounds [`run`] makes to bring a written output under its budget.
+/// The most rounds [`Loaded::run`](super::Loaded::run) makes to bring a written output under its budget.
 pub const MAX_ROUNDS: usize = 3;
 
 /// Runs `pipeline` on the live history of `t` (read from `input`) and writes the
@@ -121,30 +93,6 @@ pub const MAX_ROUNDS: usize = 3;
 /// the input comes back, each step that ran turned into a [`NoProgress`] with
 /// [`Blocked::NotSmaller`]. **O(len + edits)** per round plus what
 /// the stages cost.
-///
-/// ```
-/// use cutpoint::compact::pipeline::{Pipeline, Progress};
-/// use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy};
-/// use cutpoint::format::{self, ByteEstimate, Format};
-/// let text = r#"[
-///   {"role": "user", "content": "list the files"},
-///   {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
-///     "function": {"name": "ls", "arguments": "{}"}}]},
-///   {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt c.txt d.txt e.txt f.txt g.txt h.txt i.txt"},
-///   {"role": "assistant", "content": "Nine files."},
-///   {"role": "user", "content": "thanks"}
-/// ]"#;
-/// let t = format::read(text, Format::OpenAiChat, &ByteEstimate)?;
-/// let clear = Strategy::Clear(Clear::default().keep_tool_uses(0));
-/// let pipeline = Pipeline::one(clear, None);
-/// let done = format::edit::run(&t, text, &pipeline, 0, &mut Progress::new(), &mut LedgerOnly, &ByteEstimate)?;
-/// assert!(done.text.contains("[tool result cleared to save context]"));
-/// assert!(done.report.tokens_after < done.report.tokens_before);
-/// // The report's count is the output's, read back.
-/// let back = format::read(&done.text, Format::OpenAiChat, &ByteEstimate)?;
-/// assert_eq!(done.report.tokens_after, back.live_tokens());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 ///
 /// # Errors
 /// [`EditError`]: the transcript's records refused by the tracker, a message that
@@ -605,32 +553,6 @@ pub enum EditError {
         /// The first message of the output whose prefix differs.
         changed_at: Option<usize>,
     },
-}
-
-/// The log of `t`'s live history, each record with its payload: calls with their
-/// tool name and arguments, results with their first line, thinking and reasoning as
-/// [`Payload::Reasoning`] (signed: providers sign it, or bind it to what follows).
-/// **O(records)**.
-///
-/// # Errors
-/// The tracker's [`AppendError`] (a log too long or too large).
-pub fn log_of(t: &Transcript) -> Result<TranscriptLog, EditError> {
-    let from = t.live_from();
-    let built = super::build::entries(t, from);
-    let log = Log::from_entries(built.entries)?;
-    let pinned = match t.messages.get(from) {
-        Some(first) if first.starts_history || first.role == Role::Compacted => {
-            built.owner.iter().take_while(|&&m| m == from).count()
-        }
-        _ => 0,
-    };
-    Ok(TranscriptLog {
-        log,
-        owner: built.owner,
-        block: built.block,
-        pinned,
-        renamed: built.renamed,
-    })
 }
 
 /// What became of an original record.

@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | [`Loaded::select_cut`] | the log's tracker; a record index | the live history's tracker; a message index |
 //! | [`Loaded::native_cut`] | refused ([`NoNativeCompaction`]) | [`keep_recent_cut`] |
-//! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | [`rewrite::compact`], then the thinking kept valid |
-//! | [`Loaded::run`] | [`Pipeline::run_to_budget`] on the log, written back line by line | [`edit::run`] |
+//! | [`Loaded::summarize`] | [`Log::plan`] and [`Log::apply`], written back line by line | one [`Log::plan`] and [`Log::apply`] on the live history's log, written back by the one writer, then the thinking kept valid |
+//! | [`Loaded::run`] | [`Pipeline::run_to_budget`] on the log, written back line by line | the pipeline on the live history's log, written back by the one writer and read back, in rounds |
 //! | [`Loaded::check`] | [`validate`](crate::compact::validate()): the five conditions | [`check_rules`], or [`check_against`] an original |
 //!
 //! Records JSONL is read either judged, into a compaction [`Log`] whose tracker
@@ -85,7 +85,7 @@ pub enum LoadError {
 #[non_exhaustive]
 pub enum SummarizeError {
     /// No legal cut near the target, the head still open, or the transcript refused
-    /// (as [`rewrite::compact`] reports them, in the log's positions).
+    /// (in the log's positions).
     #[error(transparent)]
     Rewrite(#[from] RewriteError),
     /// The summary could not be applied to the records log.
@@ -250,7 +250,7 @@ pub struct Summarized {
     pub summary: Rewritten,
     /// The thinking blocks and reasoning items of the text that the output invalidates
     /// for their provider's prefix binding (as
-    /// [`Compacted::invalidated`](super::edit::Compacted::invalidated)); empty for
+    /// [`Compacted::invalidated`]); empty for
     /// records JSONL, when nothing was compacted, and when thinking was kept valid.
     pub invalidated: Vec<super::Invalidated>,
     /// Tokens of the live history before.
@@ -775,14 +775,40 @@ impl<'a> Loaded<'a> {
     /// Runs `pipeline` to its budget and writes the log back in its format: records
     /// JSONL by [`Pipeline::run_to_budget`] on the log (the records' own counts are
     /// the output's; the input comes back byte for byte when nothing was edited and
-    /// it was held whole), the other formats by [`edit::run`] (read back with
-    /// `counter`, in rounds). `keep_head` pins the first records or messages of the
+    /// it was held whole), the other formats through the one writer (read back with
+    /// `counter`: while the output is over the budget and the last round changed
+    /// something, the pipeline runs again on it, at most [`MAX_ROUNDS`](super::MAX_ROUNDS)
+    /// rounds; a transcript within its budget comes back byte for byte). `keep_head` pins the first records or messages of the
     /// live history, with the pipeline's own floor. **O(len)** plus what the stages
     /// cost.
     ///
+    /// ```
+    /// use cutpoint::compact::pipeline::{Pipeline, Progress};
+    /// use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy};
+    /// use cutpoint::format::{self, ByteEstimate, Format, Loaded};
+    /// let text = r#"[
+    ///   {"role": "user", "content": "list the files"},
+    ///   {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+    ///     "function": {"name": "ls", "arguments": "{}"}}]},
+    ///   {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt c.txt d.txt e.txt f.txt g.txt h.txt i.txt"},
+    ///   {"role": "assistant", "content": "Nine files."},
+    ///   {"role": "user", "content": "thanks"}
+    /// ]"#;
+    /// let loaded = Loaded::read(text, Format::OpenAiChat, &ByteEstimate)?;
+    /// let clear = Strategy::Clear(Clear::default().keep_tool_uses(0));
+    /// let pipeline = Pipeline::one(clear, None);
+    /// let done = loaded.run(&pipeline, 0, &mut Progress::new(), &mut LedgerOnly, &ByteEstimate)?;
+    /// assert!(done.text.contains("[tool result cleared to save context]"));
+    /// assert!(done.report.tokens_after < done.report.tokens_before);
+    /// // The report's count is the output's, read back.
+    /// let back = format::read(&done.text, Format::OpenAiChat, &ByteEstimate)?;
+    /// assert_eq!(done.report.tokens_after, back.live_tokens());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`EditError`]: [`EditError::Tracker`] when an unjudged records log is refused,
-    /// else what [`edit::run`] returns.
+    /// else a message that cannot be re-read or an output that does not read back.
     pub fn run(
         &self,
         pipeline: &Pipeline,

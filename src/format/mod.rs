@@ -34,12 +34,28 @@ use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
 mod anthropic;
-mod build;
+#[cfg_attr(
+    not(feature = "testing"),
+    expect(
+        unreachable_pub,
+        reason = "the one Transcript -> Log builder is public for the hidden `testing` \
+                  feature (`testing::writers`), not the stable API"
+    )
+)]
+pub(crate) mod build;
 mod claude_code;
 mod codex;
 mod defer;
 mod detect;
-pub mod edit;
+#[cfg_attr(
+    not(feature = "testing"),
+    expect(
+        unreachable_pub,
+        reason = "the writers beneath `Loaded::run` and `Loaded::summarize` are public for \
+                  the hidden `testing` feature (`testing::writers`), not the stable API"
+    )
+)]
+pub(crate) mod edit;
 mod gemini;
 mod gemini_cli;
 mod json_doc;
@@ -49,7 +65,15 @@ mod native;
 mod openai_chat;
 mod openai_responses;
 pub mod records;
-pub mod rewrite;
+#[cfg_attr(
+    not(feature = "testing"),
+    expect(
+        unreachable_pub,
+        reason = "the writers beneath `Loaded::summarize` are public for the hidden \
+                  `testing` feature (`testing::writers`), not the stable API"
+    )
+)]
+pub(crate) mod rewrite;
 pub mod rules;
 mod shape;
 mod tokens;
@@ -57,8 +81,10 @@ mod usage;
 
 pub use defer::{DeferReport, IndexSpace, NearCut, defer_at_head};
 pub use detect::{detect, detect_input, is_one_line_document, mismatch};
+pub use edit::{Compacted, EditError, MAX_ROUNDS};
 pub use loaded::{Checked, Finding, LoadError, Loaded};
 pub use native::{Keep, NativeCompaction, NativeCut, NativeCutError, keep_recent_cut};
+pub use rewrite::{Boundary, RewriteError, Rewritten};
 pub use rules::{
     Invalidated, Rule, RuleViolation, check_against, check_rules, invalidated_thinking,
 };

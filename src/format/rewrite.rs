@@ -4,19 +4,17 @@
 //! of a summary message are [`summary_message`](super::summary_message)'s; a Claude
 //! Code compaction boundary and its kept segment, in `format::claude_code`.
 //!
-//! A rewrite is a compaction on the one path: the live history's [`Log`]
-//! ([`edit::log_of`], the one Transcript -> Log builder), [`Log::plan`] for the
-//! region, [`Log::apply`] for the summary (earlier summaries in the region folded in:
-//! their prose, units and orphans, carried as data), and [`edit::write`], the one
-//! writer, which writes the strategies' edits too. So `--target` and `--strategy
+//! A rewrite is a compaction on the one path: the live history's [`Log`] (built by
+//! the one Transcript -> Log builder), [`Log::plan`] for the region, [`Log::apply`] for the summary (earlier summaries in the region folded in:
+//! their prose, units and orphans, carried as data), and the one writer (`format::edit`),
+//! which writes the strategies' edits too. So `--target` and `--strategy
 //! summarize` write the same summary for the same region. A Codex `compacted`
 //! message, or a message holding a provider's compaction block, is pinned: never
 //! summarized; Claude Code's own `isCompactSummary` is folded (its prose kept ahead
 //! of the new prose), and its `compact_boundary` gives way to the new one.
 
-use std::ops::Range;
-
-use super::edit::{self, EditError, TranscriptLog};
+use super::build::{self, TranscriptLog};
+use super::edit::{self, EditError};
 use super::{DeferReport, Format, Role, Transcript};
 use crate::compact::strategy::{Edit, Kind, StepReport};
 use crate::compact::{Direction, Log, Orphan, Plan, PlanError, Unit, Window, estimate_tokens};
@@ -122,7 +120,7 @@ fn log_of(t: &Transcript) -> Result<TranscriptLog, RewriteError> {
     if t.format == Format::Records {
         return Err(RewriteError::Unsupported(t.format));
     }
-    Ok(edit::log_of(t)?)
+    Ok(build::log_of(t)?)
 }
 
 /// The first record of message `m` (the record count for the end). **O(log n)**.
@@ -131,6 +129,7 @@ fn record_of(built: &TranscriptLog, m: usize) -> usize {
 }
 
 /// The plan of messages `head..cut`, both legal cuts of the live history.
+#[cfg(feature = "testing")]
 fn plan_between(
     t: &Transcript,
     built: &TranscriptLog,
@@ -174,7 +173,8 @@ fn plan_between(
 /// # Errors
 /// [`RewriteError::NotLegal`] when an end is not a legal cut of the live history;
 /// [`RewriteError::Tracker`] when the tracker refuses the records.
-pub fn ledger(t: &Transcript, range: Range<usize>) -> Result<Vec<Unit>, RewriteError> {
+#[cfg(feature = "testing")]
+pub fn ledger(t: &Transcript, range: std::ops::Range<usize>) -> Result<Vec<Unit>, RewriteError> {
     let built = log_of(t)?;
     let plan = plan_between(t, &built, range.start, range.end)?;
     Ok(built
@@ -202,6 +202,7 @@ pub fn ledger(t: &Transcript, range: Range<usize>) -> Result<Vec<Unit>, RewriteE
 /// # Errors
 /// [`RewriteError`] when `head` or `cut` is not a legal boundary, or out of range, or
 /// `input` is not `t`'s text.
+#[cfg(feature = "testing")]
 pub fn render(
     t: &Transcript,
     input: &str,

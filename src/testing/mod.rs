@@ -9,5 +9,19 @@ pub mod observe;
 pub mod reference;
 pub mod synth;
 
+/// The transcript writers beneath [`Loaded::run`](crate::format::Loaded::run) and
+/// [`Loaded::summarize`](crate::format::Loaded::summarize), for tests that drive them
+/// directly: the live history's compaction log ([`log_of`](writers::log_of)), a
+/// pipeline's run ([`run`](writers::run)), steps written back ([`write`](writers::write)),
+/// one summary at a window ([`compact`](writers::compact)) or between message
+/// boundaries ([`render`](writers::render), [`ledger`](writers::ledger)).
+#[cfg(feature = "formats")]
+pub mod writers {
+    pub use crate::format::build::{TranscriptLog, log_of};
+    pub use crate::format::edit::{run, write};
+    pub use crate::format::rewrite::{compact, ledger, render};
+    pub use crate::format::{Boundary, Compacted, EditError, RewriteError, Rewritten};
+}
+
 pub use crate::core::calls::UsedIds;
 pub use observe::{Observation, Observe};

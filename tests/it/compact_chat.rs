@@ -4,8 +4,8 @@
 #![cfg(feature = "formats")]
 
 use cutpoint::compact::{Direction, Window};
-use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{self, ByteEstimate, Format};
+use cutpoint::testing::writers::{self as rewrite, RewriteError};
 
 /// A chat log: a system message, then `turns` turns of a user message, an assistant
 /// message with 1..=3 parallel calls (answered in a rotated order), and a reply.

@@ -4,8 +4,8 @@
 
 #![cfg(feature = "formats")]
 
-use cutpoint::format::rewrite::{self as compact, RewriteError};
 use cutpoint::format::{self, ByteEstimate, Format, Rule, Transcript};
+use cutpoint::testing::writers::{self as compact, RewriteError};
 
 fn read(text: &str, format: Format) -> Transcript {
     format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{e}"))

@@ -4,8 +4,8 @@
 
 #![cfg(feature = "formats")]
 
-use cutpoint::format::rewrite as compact;
 use cutpoint::format::{self, ByteEstimate, Format};
+use cutpoint::testing::writers as compact;
 use proptest::prelude::*;
 
 const SMALL: [&str; 3] = [

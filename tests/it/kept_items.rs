@@ -17,12 +17,12 @@ use cutpoint::compact::{
     ApplyError, EditError, Entry, Log, Payload, Rewrite, Window, summary_text,
 };
 use cutpoint::format::live::{Content, Detail};
-use cutpoint::format::rewrite::{self, RewriteError};
 use cutpoint::format::{
     self, Block, ByteEstimate, Format, Role, Rule, TokenCounter, Transcript, check_against,
     check_rules,
 };
 use cutpoint::testing::synth::Rng;
+use cutpoint::testing::writers::{self as rewrite, RewriteError};
 use cutpoint::{Record, RecordKind};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -299,7 +299,7 @@ fn the_documented_logs_hold_their_walls() {
         assert!(check_rules(&t).is_empty(), "{name}: {:#?}", check_rules(&t));
         assert!(!t.loaded_tools().is_empty(), "{name}");
         assert!(read(&twin, format).loaded_tools().is_empty(), "{name}");
-        let built = format::edit::log_of(&t).unwrap();
+        let built = cutpoint::testing::writers::log_of(&t).unwrap();
         let kept = built.log.entries().iter().filter(|e| e.kept()).count();
         let expected = match name {
             // get_weather, get_forecast, tool_addition, output_config, clear_at.
@@ -330,7 +330,7 @@ fn every_strategy_and_preset_keeps_control_items_and_loaded_tools() {
         let total = tokens(&text, format);
         // What the walls keep: every record between the legal cuts around a kept one
         // (its pair, the turns a system entry is bound to), and how many such units.
-        let built = format::edit::log_of(&before).unwrap();
+        let built = cutpoint::testing::writers::log_of(&before).unwrap();
         let (log, t) = (&built.log, built.log.tracker());
         let mut units: Vec<(usize, usize)> = Vec::new();
         for &p in log.kept_positions() {
@@ -708,7 +708,7 @@ fn the_live_decoders_keep_the_results_that_loaded_a_tool_as_the_file_readers_do(
         };
         let text = as_file(format, bytes, &closed);
         let t = read(&text, format);
-        let file = format::edit::log_of(&t).unwrap();
+        let file = cutpoint::testing::writers::log_of(&t).unwrap();
         let file_kept: Vec<usize> = file.log.kept_positions().iter().map(|&k| k - 1).collect();
         assert_eq!(
             file_kept, want,

@@ -198,7 +198,7 @@ fn the_other_formats_run_and_check_as_the_transcript_does() {
     let t = format::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
     let loaded = Loaded::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
     let pipeline = Pipeline::one(Compaction::Clear(Clear::default().keep_tool_uses(0)), None);
-    let want = format::edit::run(
+    let want = cutpoint::testing::writers::run(
         &t,
         text,
         &pipeline,

@@ -106,7 +106,7 @@ pub(crate) fn run(
     pipeline: &Pipeline,
 ) -> Option<(String, bool, usize)> {
     let t = format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{case}: {e}"));
-    match format::edit::run(
+    match cutpoint::testing::writers::run(
         &t,
         text,
         pipeline,
@@ -116,7 +116,7 @@ pub(crate) fn run(
         &ByteEstimate,
     ) {
         Ok(done) => Some((done.text, done.report.met_budget(), done.rounds)),
-        Err(e @ format::edit::EditError::ThinkingBound { .. }) => {
+        Err(e @ format::EditError::ThinkingBound { .. }) => {
             assert!(
                 may_refuse(&t),
                 "{case}: refused, though a simple compaction could keep the thinking valid: {e}"
@@ -131,7 +131,7 @@ pub(crate) fn run(
 /// end, or a kept item in its live history. **O(len)**.
 pub(crate) fn may_refuse(t: &format::Transcript) -> bool {
     let (tracker, _) = t.tracker().expect("the tracker takes the transcript");
-    let built = format::edit::log_of(t).expect("the log of the transcript");
+    let built = cutpoint::testing::writers::log_of(t).expect("the log of the transcript");
     !tracker.pending_calls().is_empty() || built.log.entries().iter().any(|e| e.kept())
 }
 
@@ -343,8 +343,8 @@ fn fixture(name: &str) -> (String, Transcript) {
     crate::transcripts::read(name)
 }
 
-fn run_preset(text: &str, t: &Transcript, budget: u64) -> format::edit::Compacted {
-    format::edit::run(
+fn run_preset(text: &str, t: &Transcript, budget: u64) -> format::Compacted {
+    cutpoint::testing::writers::run(
         t,
         text,
         &Preset::Balanced.pipeline(budget),
@@ -449,7 +449,7 @@ fn claude_code_rewrites_are_written_as_claude_code_writes_its_own_compaction() {
             .collect()
     };
     // Digests: ordinary user records, chained.
-    let digest = format::edit::run(
+    let digest = cutpoint::testing::writers::run(
         &t,
         &text,
         &Pipeline::one(Strategy::Digest(Digest::default()), Some(live * 80 / 100)),
@@ -474,7 +474,7 @@ fn claude_code_rewrites_are_written_as_claude_code_writes_its_own_compaction() {
         assert!(d["uuid"].is_string() && d["parentUuid"].is_string(), "{d}");
     }
     // A summary of the oldest region: boundary, summary, the kept tail relinked.
-    let summary = format::edit::run(
+    let summary = cutpoint::testing::writers::run(
         &t,
         &text,
         &Pipeline::one(
@@ -514,7 +514,7 @@ fn claude_code_rewrites_are_written_as_claude_code_writes_its_own_compaction() {
     // Compacted again, smaller: the segment of the last boundary names lines that are
     // in the file (a head the second pass summarized is renamed to what is there).
     for percent in [40, 25] {
-        let again = format::edit::run(
+        let again = cutpoint::testing::writers::run(
             &back,
             &summary.text,
             &Pipeline::one(
@@ -570,7 +570,7 @@ fn a_compaction_that_would_grow_the_log_is_not_made() {
     let t = format::read(text, Format::OpenAiChat, &ByteEstimate).unwrap();
     let live = t.live_tokens();
     let pipeline = Pipeline::one(Strategy::Summarize(Summarize::default()), Some(live - 1));
-    let done = format::edit::run(
+    let done = cutpoint::testing::writers::run(
         &t,
         text,
         &pipeline,

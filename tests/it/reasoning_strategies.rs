@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cutpoint::compact::pipeline::Preset;
 use cutpoint::compact::strategy::{ClearThinking, Floors, Goal, Strategy};
-use cutpoint::format::edit::log_of;
 use cutpoint::format::{
     self, Block, ByteEstimate, Format, Rule, check_against, check_rules, invalidated_thinking,
 };
 use cutpoint::testing::synth::Rng;
+use cutpoint::testing::writers::log_of;
 
 use crate::faults::{Case, NEW_RULES, compacted_variant, latest_thinking, transcript_cases};
 use crate::strategies_formats::{check_edit, preset_plan, strategies};
@@ -143,7 +143,7 @@ fn every_strategy_keeps_thinking_and_reasoning_rules_on_real_files() {
 fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
     use cutpoint::compact::pipeline::{Pipeline, Progress};
     use cutpoint::compact::strategy::LedgerOnly;
-    use cutpoint::format::edit::{EditError, run};
+    use cutpoint::testing::writers::{EditError, run};
     let mut rows: BTreeMap<String, [usize; 6]> = BTreeMap::new();
     for case in logs() {
         let t = case.read();
@@ -272,7 +272,7 @@ fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
     let live = t.live_tokens();
     let clear = Strategy::Clear(Clear::default().keep_tool_uses(1));
     let run = |pipeline: &Pipeline| {
-        format::edit::run(
+        cutpoint::testing::writers::run(
             &t,
             &text,
             pipeline,

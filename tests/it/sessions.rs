@@ -13,10 +13,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::transcripts::fixture;
 
 use cutpoint::compact::{SummaryParts, Window};
-use cutpoint::format::rewrite::{self, RewriteError, Rewritten};
 use cutpoint::format::{
     self, Block, ByteEstimate, DeferReport, Format, Role, Rule, RuleViolation, Transcript,
 };
+use cutpoint::testing::writers::{self as rewrite, RewriteError, Rewritten};
 
 fn read_text(text: &str) -> Transcript {
     let f = format::detect(text).unwrap_or_else(|e| panic!("{e}"));

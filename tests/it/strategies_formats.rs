@@ -13,9 +13,9 @@ use cutpoint::compact::strategy::{
     CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly,
     Slide, StepReport, Strategy, Summarize, Truncate,
 };
-use cutpoint::format::edit::{log_of, write};
 use cutpoint::format::{self, ByteEstimate, Format, Transcript, check_rules};
 use cutpoint::testing::synth::{Rng, Session};
+use cutpoint::testing::writers::{log_of, write};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Value, json};
@@ -647,7 +647,7 @@ fn a_cleared_anthropic_result_keeps_its_block_and_everything_else() {
 fn a_log_with_reused_ids_compacts_again_after_its_ledger_named_a_reused_id() {
     let name = "chat__swe-agent__marshmallow-1867-function_calling_replace.traj";
     let (text, t) = read_fixture(name);
-    let once = cutpoint::format::edit::run(
+    let once = cutpoint::testing::writers::run(
         &t,
         &text,
         &Preset::Balanced.pipeline(5_000),
@@ -663,7 +663,7 @@ fn a_log_with_reused_ids_compacts_again_after_its_ledger_named_a_reused_id() {
     );
     let back = format::read(&once.text, Format::OpenAiChat, &ByteEstimate).unwrap();
     log_of(&back).expect("the output reads as a log");
-    let twice = cutpoint::format::edit::run(
+    let twice = cutpoint::testing::writers::run(
         &back,
         &once.text,
         &Preset::Balanced.pipeline(2_500),

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use cutpoint::format::rewrite as compact;
 use cutpoint::format::{self, ByteEstimate, Format, Rule, RuleViolation as Violation, Transcript};
+use cutpoint::testing::writers as compact;
 
 /// The text of fixture `name` (also used by `sessions.rs`).
 pub(crate) fn fixture(name: &str) -> String {

@@ -221,7 +221,7 @@ fn a_real_signature_costs_its_fixed_tokens() {
 #[test]
 fn a_rewrite_leaves_no_stale_usage() {
     use cutpoint::compact::Window;
-    use cutpoint::format::rewrite;
+    use cutpoint::testing::writers as rewrite;
     let text = fixture("claude-code__claude-reliability__coverage-test-fix.jsonl");
     let t = format::read(&text, Format::ClaudeCode, &ByteEstimate).expect("reads");
     let before = format::reported_context_tokens(&text, Format::ClaudeCode).expect("usage");
@@ -290,7 +290,7 @@ fn a_rewrite_leaves_no_stale_usage() {
 #[test]
 fn a_codex_rewrite_recounts_the_context_as_codex_does() {
     use cutpoint::compact::Window;
-    use cutpoint::format::rewrite;
+    use cutpoint::testing::writers as rewrite;
     let text = fixture("codex__localpush__rollout-12-41-04-parallel7.jsonl");
     let t = format::read(&text, Format::CodexRollout, &ByteEstimate).expect("reads");
     let stale = format::reported_context_tokens(&text, Format::CodexRollout).expect("usage");
