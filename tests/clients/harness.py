@@ -25,6 +25,7 @@ Usage: python3 tests/clients/harness.py [--cutpoint BIN] [--jobs N] [--only SUBS
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import concurrent.futures as cf
 import contextlib
 import json
@@ -78,16 +79,7 @@ CLIENT_TIMEOUT = 180
 
 # Known failures: (fixture, route) -> (check that fails, what the client sent). Strict: each must
 # still fail exactly that check. Fix the writer, then delete the entry.
-EC = "claude-code__entireio-cli__ec-38b74f08e3-3-orphan-interrupts.jsonl"
-_EC_HEAD = ("the pinned head is the file's first user turn: an orphan interrupt result (line 1, its call "
-            "not in this slice of a session) and two texts; Claude Code sends the result for the original but "
-            "not once cutpoint's summary record joins that user turn (the summary and the texts do reach the "
-            "model); cause not found")
-KNOWN_FAILURES: dict[tuple[str, str], tuple[str, str]] = {
-    # By default the route defers on this file (a call in flight keeps its turn's thinking);
-    # with invalidated thinking allowed it is written, and fails as it did.
-    (EC, f"target{KEEP_HEAD}{ALLOW}"): ("summary", _EC_HEAD),
-}
+KNOWN_FAILURES: dict[tuple[str, str], tuple[str, str]] = {}
 
 # A call id at the start of a ledger line ("- toolu_... Read {...} => ...").
 CALL_ID = re.compile(r"(?<=^- )\S+")
@@ -386,9 +378,18 @@ def judge(fmt: str, route: str, original: bytes, rewritten: bytes, rc: int, out:
         start = max([k for k, (_, r) in enumerate(recs) if sessions.is_boundary(fmt, r)], default=0)
         tail = [f for f in facing if f[0] >= start]
     if KEEP_HEAD in route and facing and recs[facing[0][0]][0] in old:
-        # The pinned head stays live: what the client sent of it from the original, it
-        # sends now.
-        head = [x for x in lines_of(facing[0][2]) if x in control.hay]
+        # The pinned head stays live: each of its records that the client sent from the
+        # original, it sends now. Sent is told by the record's call ids, or by a text no
+        # other record of the original carries: a text two records share (an interrupt
+        # notice repeated later in the session) does not tell which one the client sent,
+        # and a record on a dead branch (before a /clear, its parent not in the file) is
+        # left out of the original's request too.
+        first_written = facing[written[0]][0] if written else len(recs)
+        shared = Counter(t.strip() for _, r in orig_recs for t in (sessions.sent_texts(fmt, r) or []) if t.strip())
+        head_recs = [(r, ts) for k, r, ts in facing if k < first_written and recs[k][0] in old
+                     and (sessions.all_ids(fmt, r) or all(shared[t.strip()] <= 1 for t in ts if t.strip()))
+                     and control.sent(fmt, r, ts)]
+        head = [x for x in lines_of([t for _, ts in head_recs for t in ts]) if x in control.hay]
         lost = [x for x in head if x not in hay]
         if lost:
             row.results["summary"] = False
