@@ -34,9 +34,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
     }
 }
 
-impl Members<'_> {
-    pub(crate) fn get(&self, key: &str) -> Option<&RawValue> {
+impl<'a> Members<'a> {
+    /// The value of `key` (its first, when it comes twice). **O(members)**.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Whether no key comes twice. **O(members log members)**.
+    pub(crate) fn distinct(&self) -> bool {
+        let mut keys: Vec<&str> = self.0.iter().map(|(k, _)| k.as_ref()).collect();
+        keys.sort_unstable();
+        keys.windows(2).all(|w| w[0] != w[1])
     }
 
     /// The object again, `key`'s value replaced by `value`. **O(len)**.

@@ -55,6 +55,7 @@ mod repair;
 mod route;
 mod session;
 mod upstream;
+mod warm;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -72,7 +73,7 @@ pub use decide::{Compaction, Decision, Mode, NoBudget};
 pub use metrics::Metrics;
 pub use refusal::Refusal;
 pub use route::Route;
-pub use session::{Kept, Remembered, SessionKey, Sessions};
+pub use session::{Kept, Session, SessionKey, Sessions};
 pub use upstream::UpstreamError;
 
 use metrics::Count;
@@ -242,7 +243,8 @@ impl Proxy {
             .headers
             .get(SESSION_HEADER)
             .map(|v| v.as_bytes().to_vec());
-        let decision = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, route, &body, named.as_deref()))
+        let metrics = Arc::clone(&self.metrics);
+        let decision = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, &metrics, route, &body, named.as_deref()))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(route = route.name(), error = %e, "the decision failed");
@@ -452,53 +454,38 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
 }
 
 /// [`Mode::decide_in`] with the session table: the session keyed by `named` (the
-/// [`SESSION_HEADER`]) or by the conversation's start, looked up, decided on, and
-/// remembered or forgotten after. The table's lock is held only to look up and to
-/// store, never while deciding. **O(len)** plus the decision.
+/// [`SESSION_HEADER`]) or by the conversation's start, taken out of the table,
+/// decided with, and the next one remembered (or none, forgotten) after. The
+/// table's lock is held only to take and to store, never while deciding; what it
+/// evicts is dropped after the lock. **O(len)** to parse, plus the decision.
 fn decide_in_session(
     mode: &Mode,
     sessions: &Mutex<Sessions>,
+    metrics: &Metrics,
     route: Route,
     body: &[u8],
     named: Option<&[u8]>,
 ) -> Decision {
-    if !matches!(mode, Mode::Compact(_)) {
-        return mode.decide(route, body);
-    }
-    let Some(key) = session_key(route, body, named) else {
+    let request = warm::Request::parse(route, body);
+    let key = match (named, &request) {
+        (Some(name), _) => Some(warm::named_key(route, name)),
+        (None, Some(r)) => Some(r.key(route)),
+        (None, None) => None,
+    };
+    let Some(key) = key else {
         return mode.decide(route, body);
     };
     let lock = || sessions.lock().unwrap_or_else(|p| p.into_inner());
-    let prior = lock().get(key);
-    let (decision, remembered) = mode.decide_in(route, body, prior.as_deref());
-    match remembered {
-        Some(r) => {
-            lock().remember(key, r);
-        }
-        None => lock().forget(key),
+    let prior = lock().take(key);
+    let (decision, session, incremental) = mode.decide_parsed(route, body, request.as_ref(), prior);
+    if incremental {
+        metrics.count(Count::Incremental);
     }
+    let _dropped = match session {
+        Some(s) => lock().remember(key, s).1,
+        None => lock().forget(key).into_iter().collect(),
+    };
     decision
-}
-
-/// A session's key: the route and the named session, or the route and the
-/// conversation's start (its first history element, and `system` or `instructions`).
-/// `None` when the body is not an object with a history. **O(len)**.
-fn session_key(route: Route, body: &[u8], named: Option<&[u8]>) -> Option<SessionKey> {
-    let tag = route.name().as_bytes();
-    if let Some(name) = named {
-        return Some(SessionKey::of([tag, b"header".as_slice(), name]));
-    }
-    let text = std::str::from_utf8(body).ok()?;
-    let top: body::Members<'_> = serde_json::from_str(text).ok()?;
-    let history = top.get(body::history_key(route))?;
-    let first: Vec<&serde_json::value::RawValue> = serde_json::from_str(history.get()).ok()?;
-    let system = top.get("system").or_else(|| top.get("instructions"));
-    Some(SessionKey::of([
-        tag,
-        b"start".as_slice(),
-        first.first().map_or(b"".as_slice(), |r| r.get().as_bytes()),
-        system.map_or(b"".as_slice(), |r| r.get().as_bytes()),
-    ]))
 }
 
 /// Serves `proxy` on `listener` over HTTP/1.1, with `/metrics`, until `shutdown`

@@ -16,6 +16,7 @@ pub struct Metrics {
     compactions: AtomicU64,
     repairs: AtomicU64,
     continued: AtomicU64,
+    incremental: AtomicU64,
     answers_followed: AtomicU64,
     answer_calls: AtomicU64,
     answer_stream_errors: AtomicU64,
@@ -40,6 +41,8 @@ pub(crate) enum Count {
     Repair,
     /// A request of a remembered session forwarded as its continuation.
     Continued,
+    /// A request decided on its session's reading, only its new elements read.
+    Incremental,
     /// A streamed answer decoded to its end, and the calls it asked the agent to run.
     AnswerFollowed(u64),
     /// A streamed answer that does not decode.
@@ -63,6 +66,7 @@ impl Metrics {
             }
             Count::Repair => &self.repairs,
             Count::Continued => &self.continued,
+            Count::Incremental => &self.incremental,
             Count::AnswerFollowed(calls) => {
                 self.answer_calls.fetch_add(calls, Relaxed);
                 &self.answers_followed
@@ -100,6 +104,12 @@ impl Metrics {
     /// Requests forwarded as a remembered session's continuation so far. **O(1)**.
     pub fn continued(&self) -> u64 {
         self.continued.load(Relaxed)
+    }
+
+    /// Requests decided incrementally (on their session's reading, only their new
+    /// history elements read) so far. **O(1)**.
+    pub fn incremental(&self) -> u64 {
+        self.incremental.load(Relaxed)
     }
 
     /// Streamed answers decoded to their end so far. **O(1)**.
@@ -151,6 +161,11 @@ impl Metrics {
                 "sessions_continued",
                 "Requests of a remembered session forwarded as the history forwarded before, extended.",
                 &self.continued,
+            ),
+            (
+                "sessions_incremental",
+                "Requests decided on their session's reading of the request before, only their new history elements read and checked.",
+                &self.incremental,
             ),
             (
                 "answers_followed",

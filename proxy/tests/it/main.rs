@@ -5,6 +5,7 @@
 mod check;
 mod compact;
 mod hostile;
+mod incremental;
 mod load;
 mod passthrough;
 mod repair;
