@@ -88,10 +88,7 @@ pub enum Decision {
         tokens_after: u64,
     },
     /// Over the budget, but no rewrite could be forwarded: the body goes as it came.
-    Deferred {
-        /// Why (a pipeline's reason, or a rewrite that did not pass the checks).
-        reason: String,
-    },
+    Deferred(Deferral),
     /// Forward this body instead: the request repaired ([`Mode::Repair`]). It was read
     /// back and keeps the provider's rules, and the rules of a rewrite of the
     /// original; every call of the request is in it.
@@ -117,10 +114,53 @@ pub enum Decision {
         tokens_after: u64,
         /// Over the budget, why the pipeline did not run or its output was not
         /// forwarded (the continuation is forwarded instead).
-        deferred: Option<String>,
+        deferred: Option<Deferral>,
     },
     /// Answer the request with this error; do not forward it.
     Refuse(Refusal),
+}
+
+/// Why a request over the budget was forwarded without a compaction: as it came
+/// ([`Decision::Deferred`]), or as its session's continuation
+/// ([`Decision::Continued`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Deferral {
+    /// What kept the pipeline's output from being forwarded, as a metrics label.
+    pub cause: DeferCause,
+    /// Why, in words (the pipeline's reason, or the rule a rewrite would break).
+    pub reason: String,
+}
+
+/// What kept a compaction from being forwarded ([`Deferral`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum DeferCause {
+    /// Any compaction would change the prefix of thinking the provider binds to it
+    /// (the latest assistant message carries signed thinking).
+    ThinkingBound,
+    /// The pipeline did not meet the budget: the floors protect what is left, or no
+    /// strategy made progress.
+    BudgetNotMet,
+    /// The pipeline failed on the request.
+    PipelineFailed,
+    /// Its output did not read back.
+    RewriteUnreadable,
+    /// Its output would break a provider rule, on its own or as a rewrite.
+    RewriteBreaksRule,
+}
+
+impl DeferCause {
+    /// Its name, as `/metrics` labels it. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeferCause::ThinkingBound => "thinking-bound",
+            DeferCause::BudgetNotMet => "budget-not-met",
+            DeferCause::PipelineFailed => "pipeline-failed",
+            DeferCause::RewriteUnreadable => "rewrite-unreadable",
+            DeferCause::RewriteBreaksRule => "rewrite-breaks-rule",
+        }
+    }
 }
 
 /// The top-level keys the library's reader takes a history from. A Responses request
@@ -411,7 +451,7 @@ impl Mode {
         };
         let as_is = transcript(loaded)
             .and_then(|t| Side::new(forwarded.iter().map(|&e| Box::from(e)).collect(), t));
-        let continued_as_is = |deferred: Option<String>| {
+        let continued_as_is = |deferred: Option<Deferral>| {
             (
                 Decision::Continued {
                     body: Bytes::from(continued.clone()),
@@ -444,9 +484,12 @@ impl Mode {
                         session(forwarded),
                     )
                 }
-                None => continued_as_is(Some("the compaction's history does not parse".to_owned())),
+                None => continued_as_is(Some(Deferral {
+                    cause: DeferCause::RewriteUnreadable,
+                    reason: "the compaction's history does not parse".to_owned(),
+                })),
             },
-            Some((Decision::Deferred { reason }, _)) => continued_as_is(Some(reason)),
+            Some((Decision::Deferred(deferral), _)) => continued_as_is(Some(deferral)),
             Some(_) => continued_as_is(None),
         }
     }
@@ -456,7 +499,7 @@ impl Mode {
     fn fresh(&self, route: Route, body: &[u8]) -> (Decision, Option<Session>) {
         let whole = self.whole(route, body);
         let forwarded = match &whole.decision {
-            Decision::Forward | Decision::Deferred { .. } => None,
+            Decision::Forward | Decision::Deferred(_) => None,
             Decision::Compacted { body: out, .. } => {
                 let Some(side) = whole.output.and_then(|t| {
                     let elements = history_of(route, out)?;
@@ -579,7 +622,8 @@ fn compact(
     if before <= c.budget {
         return (Decision::Forward, None);
     }
-    let deferred = |reason: String| (Decision::Deferred { reason }, None);
+    let deferred =
+        |cause: DeferCause, reason: String| (Decision::Deferred(Deferral { cause, reason }), None);
     let done = match loaded.run(
         &c.pipeline,
         0,
@@ -588,27 +632,42 @@ fn compact(
         &ByteEstimate,
     ) {
         Ok(done) => done,
-        Err(e @ EditError::ThinkingBound { .. }) => return deferred(e.to_string()),
-        Err(e) => return deferred(format!("the pipeline failed: {e}")),
+        Err(e @ EditError::ThinkingBound { .. }) => {
+            return deferred(DeferCause::ThinkingBound, e.to_string());
+        }
+        Err(e) => {
+            return deferred(
+                DeferCause::PipelineFailed,
+                format!("the pipeline failed: {e}"),
+            );
+        }
     };
     if !done.report.met_budget() || done.text == text {
         let mut why: Vec<String> = done.report.blocked().map(|b| b.to_string()).collect();
         why.dedup();
-        return deferred(format!(
-            "{} tokens left over the budget of {}{}",
-            done.report.tokens_after,
-            c.budget,
-            match why.is_empty() {
-                true => String::new(),
-                false => format!(" ({})", why.join("; ")),
-            }
-        ));
+        return deferred(
+            DeferCause::BudgetNotMet,
+            format!(
+                "{} tokens left over the budget of {}{}",
+                done.report.tokens_after,
+                c.budget,
+                match why.is_empty() {
+                    true => String::new(),
+                    false => format!(" ({})", why.join("; ")),
+                }
+            ),
+        );
     }
     // Never forward a rewrite the provider would refuse: read it back and check it on
     // its own and as a rewrite of the request.
     let back = match Loaded::read(&done.text, route.format(), &ByteEstimate) {
         Ok(back) => back,
-        Err(e) => return deferred(format!("the rewrite does not read back: {e}")),
+        Err(e) => {
+            return deferred(
+                DeferCause::RewriteUnreadable,
+                format!("the rewrite does not read back: {e}"),
+            );
+        }
     };
     let mut findings = Vec::new();
     for against in [None, Some(loaded)] {
@@ -617,7 +676,10 @@ fn compact(
         }
     }
     if let Some(first) = findings.first() {
-        return deferred(format!("the rewrite breaks {}: {}", first.rule, first.text));
+        return deferred(
+            DeferCause::RewriteBreaksRule,
+            format!("the rewrite breaks {}: {}", first.rule, first.text),
+        );
     }
     let tokens_after = back.live_tokens();
     let reading = transcript(back);

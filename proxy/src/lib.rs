@@ -49,6 +49,7 @@ mod body;
 pub mod cli;
 mod decide;
 mod follow;
+mod histogram;
 mod metrics;
 mod refusal;
 mod repair;
@@ -60,6 +61,7 @@ mod warm;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -69,14 +71,15 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Body;
 use tokio::net::TcpListener;
 
-pub use decide::{Compaction, Decision, Mode, NoBudget};
+pub use decide::{Compaction, Decision, DeferCause, Deferral, Mode, NoBudget};
+pub use histogram::Histogram;
 pub use metrics::Metrics;
 pub use refusal::Refusal;
 pub use route::Route;
 pub use session::{Kept, Session, SessionKey, Sessions};
 pub use upstream::UpstreamError;
 
-use metrics::Count;
+use metrics::{Count, Took};
 
 /// The error type of the bodies the proxy sends and forwards.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -203,6 +206,7 @@ impl Proxy {
         if serve_metrics && request.uri().path() == "/metrics" {
             return plain(StatusCode::OK, self.metrics.render());
         }
+        let arrived = Instant::now();
         self.metrics.count(Count::Request);
         let route = Route::of(request.method(), request.uri().path());
         if request.headers().contains_key(header::UPGRADE) {
@@ -254,13 +258,14 @@ impl Proxy {
                     message: "cutpoint proxy: the request could not be checked (an internal error); it was not forwarded".to_owned(),
                 })
             });
+        let read = Some(Read { route, arrived });
         match decision {
             Decision::Refuse(refusal) => self.refuse(route, refusal),
-            Decision::Forward => self.forward(parts, full(bytes), Some(route)).await,
-            Decision::Deferred { reason } => {
-                self.metrics.count(Count::Deferral);
-                tracing::warn!(route = route.name(), %reason, "over the budget, forwarded as it came");
-                self.forward(parts, full(bytes), Some(route)).await
+            Decision::Forward => self.forward(parts, full(bytes), read).await,
+            Decision::Deferred(deferral) => {
+                self.metrics.count(Count::Deferral(deferral.cause));
+                tracing::warn!(route = route.name(), cause = deferral.cause.name(), reason = %deferral.reason, "over the budget, forwarded as it came");
+                self.forward(parts, full(bytes), read).await
             }
             Decision::Repaired {
                 body,
@@ -269,7 +274,7 @@ impl Proxy {
             } => {
                 self.metrics.count(Count::Repair);
                 tracing::info!(route = route.name(), ?answered, ?dropped, "repaired");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
             Decision::Continued {
                 body,
@@ -278,12 +283,12 @@ impl Proxy {
                 deferred,
             } => {
                 self.metrics.count(Count::Continued);
-                if let Some(reason) = &deferred {
-                    self.metrics.count(Count::Deferral);
-                    tracing::warn!(route = route.name(), %reason, "over the budget, the session continued as it was");
+                if let Some(deferral) = &deferred {
+                    self.metrics.count(Count::Deferral(deferral.cause));
+                    tracing::warn!(route = route.name(), cause = deferral.cause.name(), reason = %deferral.reason, "over the budget, the session continued as it was");
                 }
                 self.shrunk(route, tokens_before, tokens_after, "session continued");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
             Decision::Compacted {
                 body,
@@ -291,7 +296,7 @@ impl Proxy {
                 tokens_after,
             } => {
                 self.shrunk(route, tokens_before, tokens_after, "compacted");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
         }
     }
@@ -376,32 +381,46 @@ impl Proxy {
     }
 
     /// Sends the request upstream and streams the answer back; a failure to reach it
-    /// is a 502 in `route`'s shape (OpenAI's for a path passed through).
+    /// is a 502 in the read route's shape (OpenAI's for a path passed through). For a
+    /// request the proxy read (`read`), the time it added and the time to the
+    /// answer's first byte are measured, and a successful streamed answer followed.
     async fn forward(
         &self,
         parts: http::request::Parts,
         body: ProxyBody,
-        route: Option<Route>,
+        read: Option<Read>,
     ) -> Response<ProxyBody> {
         self.metrics.count(Count::Forwarded);
-        match self.upstream.send(parts, body, route.is_some()).await {
-            Ok(response) => match route {
-                Some(route) if is_stream(&response) => {
-                    // A copy of each chunk through the route's live decoder; the
-                    // chunk itself goes on unchanged.
+        if let Some(read) = &read {
+            self.metrics.time(Took::Added, read.arrived.elapsed());
+        }
+        let route = read.as_ref().map(|r| r.route);
+        match self.upstream.send(parts, body, read.is_some()).await {
+            Ok(response) => match read {
+                Some(read) => {
+                    // A copy of each chunk through the route's live decoder when it
+                    // is a stream; the chunk itself goes on unchanged.
+                    let mut follow = is_stream(&response)
+                        .then(|| follow::Follow::new(read.route, Arc::clone(&self.metrics)));
                     let (parts, body) = response.into_parts();
-                    let mut follow = follow::Follow::new(route, Arc::clone(&self.metrics));
+                    let metrics = Arc::clone(&self.metrics);
+                    let mut first = Some(read.arrived);
                     let body = body
                         .map_frame(move |frame| {
                             if let Some(data) = frame.data_ref() {
-                                follow.push(data);
+                                if let Some(arrived) = first.take() {
+                                    metrics.time(Took::FirstByte, arrived.elapsed());
+                                }
+                                if let Some(f) = &mut follow {
+                                    f.push(data);
+                                }
                             }
                             frame
                         })
                         .boxed_unsync();
                     Response::from_parts(parts, body)
                 }
-                _ => response,
+                None => response,
             },
             Err(e) => {
                 self.metrics.count(Count::UpstreamError);
@@ -422,6 +441,13 @@ impl Proxy {
             }
         }
     }
+}
+
+/// A request of a provider route the proxy read, as it goes upstream.
+struct Read {
+    route: Route,
+    /// When it arrived.
+    arrived: Instant,
 }
 
 /// Whether `response` is a successful event stream (an answer the live decoders
@@ -466,6 +492,7 @@ fn decide_in_session(
     body: &[u8],
     named: Option<&[u8]>,
 ) -> Decision {
+    let start = Instant::now();
     let request = warm::Request::parse(route, body);
     let key = match (named, &request) {
         (Some(name), _) => Some(warm::named_key(route, name)),
@@ -473,11 +500,14 @@ fn decide_in_session(
         (None, None) => None,
     };
     let Some(key) = key else {
-        return mode.decide(route, body);
+        let decision = mode.decide(route, body);
+        metrics.time(Took::Decide { incremental: false }, start.elapsed());
+        return decision;
     };
     let lock = || sessions.lock().unwrap_or_else(|p| p.into_inner());
     let prior = lock().take(key);
     let (decision, session, incremental) = mode.decide_parsed(route, body, request.as_ref(), prior);
+    metrics.time(Took::Decide { incremental }, start.elapsed());
     if incremental {
         metrics.count(Count::Incremental);
     }

@@ -289,3 +289,27 @@ async fn over_http_the_second_turn_extends_the_first_and_the_table_stays_bounded
         "{bytes_after} after, {bytes} for one"
     );
 }
+
+/// Check mode keeps sessions too: a conversation's next turn is read only where it
+/// is new, forwarded byte for byte, and `/metrics` counts and times it.
+#[tokio::test]
+async fn over_http_a_next_turn_in_check_mode_is_decided_incrementally() {
+    let [t1, t2, _] = turns();
+    let upstream = StandIn::json(r#"{"type":"message"}"#).await;
+    let proxy = Running::start(upstream.config()).await;
+    for body in [turn(t1), turn(t2)] {
+        let answer = post(&proxy, "/v1/messages", &[], body.clone()).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(upstream.received().last().unwrap().body, body.as_bytes());
+    }
+    let m = proxy.proxy.metrics();
+    assert_eq!(m.incremental(), 1);
+    assert_eq!((m.decide(true).count(), m.decide(false).count()), (1, 1));
+    assert_eq!(m.added().count(), 2);
+    let text = m.render();
+    assert!(text.contains("cutpoint_proxy_sessions_incremental_total 1\n"));
+    assert!(text.contains("cutpoint_proxy_decide_seconds_count{path=\"incremental\"} 1\n"));
+    // Keyed by the conversation's start (no header): one session, holding turn 2.
+    let (held, _, evicted) = proxy.proxy.sessions();
+    assert_eq!((held, evicted), (1, 0));
+}
