@@ -180,6 +180,35 @@ impl Proxy {
         &self.config
     }
 
+    /// [`Metrics::render`], and the session table's gauges: sessions held, the
+    /// estimate of their bytes ([`Session::bytes`]), and sessions evicted so far.
+    /// What `/metrics` answers. **O(reasons + buckets)**.
+    pub fn render_metrics(&self) -> String {
+        use std::fmt::Write;
+        let mut out = self.metrics.render();
+        let (held, bytes, evicted) = self.sessions();
+        for (name, kind, help, value) in [
+            ("sessions", "gauge", "Sessions held.", held as u64),
+            (
+                "session_bytes",
+                "gauge",
+                "An estimate of the bytes the sessions held hold (their history elements and readings).",
+                bytes as u64,
+            ),
+            (
+                "sessions_evicted_total",
+                "counter",
+                "Sessions evicted, least recently used first, to stay within --max-sessions.",
+                evicted,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP cutpoint_proxy_{name} {help}");
+            let _ = writeln!(out, "# TYPE cutpoint_proxy_{name} {kind}");
+            let _ = writeln!(out, "cutpoint_proxy_{name} {value}");
+        }
+        out
+    }
+
     /// Sessions remembered now, their bytes, and sessions evicted so far. **O(1)**
     /// (a lock).
     pub fn sessions(&self) -> (usize, usize, u64) {
@@ -204,7 +233,7 @@ impl Proxy {
         B::Error: Into<BoxError>,
     {
         if serve_metrics && request.uri().path() == "/metrics" {
-            return plain(StatusCode::OK, self.metrics.render());
+            return plain(StatusCode::OK, self.render_metrics());
         }
         let arrived = Instant::now();
         self.metrics.count(Count::Request);
