@@ -447,6 +447,7 @@ impl Mode {
                 head: head.clone(),
                 client: client_side.clone()?,
                 forwarded: Some(forwarded?),
+                answer: None,
             })
         };
         let as_is = transcript(loaded)
@@ -524,6 +525,7 @@ impl Mode {
                 head: Head::of(route, &top),
                 client: Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t)?,
                 forwarded,
+                answer: None,
             })
         });
         (whole.decision, session)

@@ -76,7 +76,7 @@ pub use histogram::Histogram;
 pub use metrics::Metrics;
 pub use refusal::Refusal;
 pub use route::Route;
-pub use session::{Kept, Session, SessionKey, Sessions};
+pub use session::{Followed, Kept, Session, SessionKey, Sessions};
 pub use upstream::UpstreamError;
 
 use metrics::{Count, Took};
@@ -277,17 +277,21 @@ impl Proxy {
             .get(SESSION_HEADER)
             .map(|v| v.as_bytes().to_vec());
         let metrics = Arc::clone(&self.metrics);
-        let decision = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, &metrics, route, &body, named.as_deref()))
+        let (decision, session) = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, &metrics, route, &body, named.as_deref()))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(route = route.name(), error = %e, "the decision failed");
-                Decision::Refuse(Refusal {
+                (Decision::Refuse(Refusal {
                     status: StatusCode::INTERNAL_SERVER_ERROR,
                     reason: "internal-error",
                     message: "cutpoint proxy: the request could not be checked (an internal error); it was not forwarded".to_owned(),
-                })
+                }), None)
             });
-        let read = Some(Read { route, arrived });
+        let read = Some(Read {
+            route,
+            arrived,
+            session,
+        });
         match decision {
             Decision::Refuse(refusal) => self.refuse(route, refusal),
             Decision::Forward => self.forward(parts, full(bytes), read).await,
@@ -429,8 +433,10 @@ impl Proxy {
                 Some(read) => {
                     // A copy of each chunk through the route's live decoder when it
                     // is a stream; the chunk itself goes on unchanged.
-                    let mut follow = is_stream(&response)
-                        .then(|| follow::Follow::new(read.route, Arc::clone(&self.metrics)));
+                    let mut follow = is_stream(&response).then(|| {
+                        let session = read.session.map(|k| (Arc::clone(&self.sessions), k));
+                        follow::Follow::new(read.route, Arc::clone(&self.metrics), session)
+                    });
                     let (parts, body) = response.into_parts();
                     let metrics = Arc::clone(&self.metrics);
                     let mut first = Some(read.arrived);
@@ -477,6 +483,8 @@ struct Read {
     route: Route,
     /// When it arrived.
     arrived: Instant,
+    /// The session it was remembered in, which its followed answer feeds.
+    session: Option<SessionKey>,
 }
 
 /// Whether `response` is a successful event stream (an answer the live decoders
@@ -510,9 +518,13 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
 
 /// [`Mode::decide_in`] with the session table: the session keyed by `named` (the
 /// [`SESSION_HEADER`]) or by the conversation's start, taken out of the table,
-/// decided with, and the next one remembered (or none, forgotten) after. The
-/// table's lock is held only to take and to store, never while deciding; what it
-/// evicts is dropped after the lock. **O(len)** to parse, plus the decision.
+/// decided with, and the next one remembered (or none, forgotten) after; returns
+/// the decision and the key of the session remembered, for its answer to feed. A
+/// request decided incrementally is held against the session's followed answer:
+/// the calls it asked for that the new messages carry, and those they do not, are
+/// counted. The table's lock is held only to take, store and feed, never while
+/// deciding; what it evicts is dropped after the lock. **O(len)** to parse, plus
+/// the decision.
 fn decide_in_session(
     mode: &Mode,
     sessions: &Mutex<Sessions>,
@@ -520,7 +532,7 @@ fn decide_in_session(
     route: Route,
     body: &[u8],
     named: Option<&[u8]>,
-) -> Decision {
+) -> (Decision, Option<SessionKey>) {
     let start = Instant::now();
     let request = warm::Request::parse(route, body);
     let key = match (named, &request) {
@@ -531,20 +543,29 @@ fn decide_in_session(
     let Some(key) = key else {
         let decision = mode.decide(route, body);
         metrics.time(Took::Decide { incremental: false }, start.elapsed());
-        return decision;
+        return (decision, None);
     };
     let lock = || sessions.lock().unwrap_or_else(|p| p.into_inner());
-    let prior = lock().take(key);
+    let mut prior = lock().take(key);
+    // What the provider answered the session's last request, held against what the
+    // client sends back once the decision is made (it never changes the decision).
+    let answer = prior
+        .as_mut()
+        .and_then(|p| Some((p.client().len(), p.answer.take()?)));
     let (decision, session, incremental) = mode.decide_parsed(route, body, request.as_ref(), prior);
     metrics.time(Took::Decide { incremental }, start.elapsed());
     if incremental {
         metrics.count(Count::Incremental);
+        if let (Some((from, answer)), Some(s)) = (&answer, &session) {
+            let (carried, missing) = s.carried(*from, answer);
+            metrics.count(Count::AnswerCallsCarried { carried, missing });
+        }
     }
-    let _dropped = match session {
-        Some(s) => lock().remember(key, s).1,
-        None => lock().forget(key).into_iter().collect(),
+    let (kept, _dropped) = match session {
+        Some(s) => lock().remember(key, s),
+        None => (Kept::Off, lock().forget(key).into_iter().collect()),
     };
-    decision
+    (decision, (kept == Kept::Yes).then_some(key))
 }
 
 /// Serves `proxy` on `listener` over HTTP/1.1, with `/metrics`, until `shutdown`

@@ -25,6 +25,8 @@ pub struct Metrics {
     answers_followed: AtomicU64,
     answer_calls: AtomicU64,
     answer_stream_errors: AtomicU64,
+    answer_calls_carried: AtomicU64,
+    answer_calls_missing: AtomicU64,
     deferrals: AtomicU64,
     tokens_saved: AtomicU64,
     upstream_errors: AtomicU64,
@@ -73,6 +75,9 @@ pub(crate) enum Count {
     AnswerFollowed(u64),
     /// A streamed answer that does not decode.
     AnswerStreamError,
+    /// The calls a session's followed answer asked for that its next request
+    /// carries, and those it does not.
+    AnswerCallsCarried { carried: u64, missing: u64 },
     /// A request over the budget forwarded without a compaction, and why.
     Deferral(DeferCause),
     /// The upstream could not be reached, or failed mid-request.
@@ -98,6 +103,11 @@ impl Metrics {
                 &self.answers_followed
             }
             Count::AnswerStreamError => &self.answer_stream_errors,
+            Count::AnswerCallsCarried { carried, missing } => {
+                self.answer_calls_carried.fetch_add(carried, Relaxed);
+                self.answer_calls_missing.fetch_add(missing, Relaxed);
+                return;
+            }
             Count::Deferral(cause) => {
                 let mut map = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
                 *map.entry(cause.name()).or_default() += 1;
@@ -196,6 +206,15 @@ impl Metrics {
         self.answer_stream_errors.load(Relaxed)
     }
 
+    /// Calls followed answers asked for that their session's next request carries,
+    /// and those it does not, so far. **O(1)**.
+    pub fn answer_calls_carried(&self) -> (u64, u64) {
+        (
+            self.answer_calls_carried.load(Relaxed),
+            self.answer_calls_missing.load(Relaxed),
+        )
+    }
+
     /// Requests sent upstream so far. **O(1)**.
     pub fn forwarded(&self) -> u64 {
         self.forwarded.load(Relaxed)
@@ -250,6 +269,16 @@ impl Metrics {
                 "answer_stream_errors",
                 "Streamed answers that do not decode (passed through as they came).",
                 &self.answer_stream_errors,
+            ),
+            (
+                "answer_calls_carried",
+                "Calls a followed answer asked for that its session's next request (decided incrementally) carries back.",
+                &self.answer_calls_carried,
+            ),
+            (
+                "answer_calls_missing",
+                "Calls a followed answer asked for that its session's next request (decided incrementally) does not carry.",
+                &self.answer_calls_missing,
             ),
             (
                 "deferrals",

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::mem::size_of;
 
+use cutpoint::CallId;
 use cutpoint::format::{Block, Message, Transcript};
 use serde_json::value::RawValue;
 
@@ -163,10 +164,33 @@ impl Side {
     }
 }
 
+/// What the provider answered a session's last request, as the proxy followed its
+/// stream: the calls it asked the agent to run (pending in the answer's
+/// [`Tracker`](cutpoint::Tracker) at its end), in the order they opened.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Followed {
+    pub(crate) calls: Vec<CallId>,
+}
+
+impl Followed {
+    /// The calls the answer asked the agent to run. **O(1)**.
+    pub fn calls(&self) -> &[CallId] {
+        &self.calls
+    }
+
+    fn bytes(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| size_of::<CallId>() + c.len())
+            .sum()
+    }
+}
+
 /// What a session remembers of its last request: the members the reader read besides
 /// the history, the client's history (bytes and reading), and, when the proxy
 /// forwarded another history for it (compacted, or continued from an earlier
-/// compaction), that history.
+/// compaction), that history; and what the provider answered it, once the proxy
+/// followed the answer to its end ([`Sessions::feed`]).
 ///
 /// Made by [`Mode::decide_in`](crate::Mode::decide_in) for a request it forwarded
 /// (as it came, compacted or continued), or by [`Session::read`].
@@ -176,6 +200,7 @@ pub struct Session {
     pub(crate) head: Head,
     pub(crate) client: Side,
     pub(crate) forwarded: Option<Side>,
+    pub(crate) answer: Option<Followed>,
 }
 
 impl Session {
@@ -207,6 +232,7 @@ impl Session {
             head: Head::of(route, &members),
             client: side(text)?,
             forwarded,
+            answer: None,
         })
     }
 
@@ -225,6 +251,29 @@ impl Session {
         self.forwarded.as_ref().map(|s| &s.elements[..])
     }
 
+    /// What the provider answered its last request, once followed to its end.
+    /// **O(1)**.
+    pub fn answer(&self) -> Option<&Followed> {
+        self.answer.as_ref()
+    }
+
+    /// How many of `answer`'s calls the messages from `from` on hold, and how many
+    /// they do not: whether the client carried back what the provider asked for.
+    /// **O(new blocks + calls)**.
+    pub(crate) fn carried(&self, from: usize, answer: &Followed) -> (u64, u64) {
+        let held: std::collections::HashSet<&CallId> = self
+            .client
+            .transcript
+            .messages
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|m| m.calls().map(|(_, id, _)| id))
+            .collect();
+        let carried = answer.calls.iter().filter(|c| held.contains(c)).count() as u64;
+        (carried, answer.calls.len() as u64 - carried)
+    }
+
     /// The library's reading of the client's history and of the forwarded one: one
     /// message per element, their positions those of the request each came in
     /// ([`Side`]). For tests that compare it with a whole reading. **O(1)**.
@@ -240,7 +289,10 @@ impl Session {
     /// bytes, and at most as much copied into the reading), and the reading's
     /// structure. **O(1)**.
     pub fn bytes(&self) -> usize {
-        self.head.bytes() + self.client.bytes() + self.forwarded.as_ref().map_or(0, Side::bytes)
+        self.head.bytes()
+            + self.client.bytes()
+            + self.forwarded.as_ref().map_or(0, Side::bytes)
+            + self.answer.as_ref().map_or(0, Followed::bytes)
     }
 
     /// Checks what the rest of the crate relies on: one message per element on
@@ -368,6 +420,20 @@ impl Sessions {
         (Kept::Yes, gone)
     }
 
+    /// Gives `key`'s session, when the table holds it, what the provider answered its
+    /// last request (replacing an earlier answer); `false` when it holds none (taken
+    /// by a request in flight, evicted, or never kept). Its use order is left as
+    /// it was. **O(calls)**.
+    pub fn feed(&mut self, key: SessionKey, answer: Followed) -> bool {
+        let Some((_, session)) = self.slots.get_mut(&key) else {
+            return false;
+        };
+        self.bytes -= session.bytes();
+        session.answer = Some(answer);
+        self.bytes += session.bytes();
+        true
+    }
+
     /// Forgets `key`'s session, if any, returning it for the caller to drop.
     /// **O(log sessions)**.
     pub fn forget(&mut self, key: SessionKey) -> Option<Session> {
@@ -463,6 +529,26 @@ mod tests {
                 assert!(t.bytes() <= cap * cap_bytes);
             }
         }
+    }
+
+    /// An answer feeds the session the table holds, and counts in its bytes; none
+    /// is fed to a session taken out or never kept.
+    #[test]
+    fn an_answer_feeds_a_held_session_only() {
+        let mut t = Sessions::new(4, 1 << 20);
+        let (key, other) = (SessionKey(1), SessionKey(2));
+        t.remember(key, s(10));
+        let before = t.bytes();
+        let answer = Followed {
+            calls: vec![CallId::from("toolu_1")],
+        };
+        assert!(t.feed(key, answer.clone()));
+        assert!(!t.feed(other, answer.clone()));
+        assert!(t.bytes() > before);
+        let taken = t.take(key).unwrap();
+        assert_eq!(taken.answer(), Some(&answer));
+        assert_eq!(t.bytes(), 0);
+        assert!(!t.feed(key, answer));
     }
 
     /// Pushing and truncating keep the estimate and the counts; a truncation undoes

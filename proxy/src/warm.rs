@@ -173,7 +173,11 @@ pub(crate) fn decide(
         None => None,
     };
     extend(&mut prior.client, new, messages, &tools);
-    let undo = |prior: &mut Session| prior.client.truncate(n);
+    let answer = prior.answer.take();
+    let undo = |prior: &mut Session| {
+        prior.client.truncate(n);
+        prior.answer = answer;
+    };
     if !check_rules(&prior.client.transcript).is_empty() {
         undo(prior);
         return None;

@@ -306,3 +306,66 @@ async fn shutdown_lets_a_stream_in_flight_finish() {
         .expect("the proxy stops once its streams are done")
         .unwrap();
 }
+
+/// A followed answer feeds its session: the calls it asked for are held against the
+/// session's next request, decided incrementally, which carries them back (counted
+/// carried) or does not (counted missing); neither changes what is forwarded.
+#[tokio::test]
+async fn a_followed_answer_feeds_its_session_and_the_next_request_is_held_against_it() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let recorded = fixture("anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt");
+    // Every request is answered with the recorded stream: one call,
+    // toolu_01NRLabsLyVHZPKxbKvkfSMn.
+    let feeding = {
+        let recorded = recorded.clone();
+        tokio::spawn(async move {
+            while let Some(mut tx) = senders.recv().await {
+                for chunk in recorded.chunks(61) {
+                    if tx.send_data(Bytes::copy_from_slice(chunk)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let first: serde_json::Value = serde_json::from_str(ANTHROPIC_OK).unwrap();
+    let with = |extra: &[serde_json::Value]| {
+        let mut v = first.clone();
+        v["messages"]
+            .as_array_mut()
+            .unwrap()
+            .extend_from_slice(extra);
+        v.to_string()
+    };
+    let call = serde_json::json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "name": "get_weather", "input": {"location": "San Francisco, CA"}}]});
+    let result = serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "content": "15 C"}]});
+    let bodies = [
+        first.to_string(),
+        // The answer carried back with its result.
+        with(&[call.clone(), result.clone()]),
+        // The next answer's call not carried: the client went on without it.
+        with(&[
+            call,
+            result,
+            serde_json::json!({"role": "assistant", "content": "Done."}),
+            serde_json::json!({"role": "user", "content": "Thanks."}),
+        ]),
+    ];
+    let m = proxy.proxy.metrics();
+    for (k, body) in bodies.iter().enumerate() {
+        let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/messages", &[], body.clone()))
+            .await
+            .expect("the stream ends");
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.body, recorded);
+        assert_eq!(upstream.received()[k].body, body.as_bytes());
+        wait_until(|| m.answers_followed() == k as u64 + 1).await;
+    }
+    assert_eq!(m.incremental(), 2);
+    assert_eq!(m.answer_calls_carried(), (1, 1));
+    let text = m.render();
+    assert!(text.contains("cutpoint_proxy_answer_calls_carried_total 1\n"));
+    assert!(text.contains("cutpoint_proxy_answer_calls_missing_total 1\n"));
+    feeding.abort();
+}
