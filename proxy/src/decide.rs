@@ -343,11 +343,11 @@ impl Mode {
                 if let Some(decision) = crate::warm::decide(self, route, request, &mut prior) {
                     return (decision, Some(prior), true);
                 }
-                let (decision, session) = self.decide_in_from_scratch(route, body, Some(&prior));
+                let (decision, session) = self.scratch(route, body, Some(request), Some(&prior));
                 (decision, session, false)
             }
-            (_, prior) => {
-                let (decision, session) = self.decide_in_from_scratch(route, body, prior.as_ref());
+            (request, prior) => {
+                let (decision, session) = self.scratch(route, body, request, prior.as_ref());
                 (decision, session, false)
             }
         }
@@ -374,7 +374,20 @@ impl Mode {
         body: &[u8],
         prior: Option<&Session>,
     ) -> (Decision, Option<Session>) {
-        let fresh = || self.fresh(route, body);
+        let request = crate::warm::Request::parse(route, body);
+        self.scratch(route, body, request.as_ref(), prior)
+    }
+
+    /// [`decide_in_from_scratch`](Mode::decide_in_from_scratch) on a body parsed
+    /// already (`None`: it did not parse as a session's request).
+    fn scratch(
+        &self,
+        route: Route,
+        body: &[u8],
+        request: Option<&crate::warm::Request<'_>>,
+        prior: Option<&Session>,
+    ) -> (Decision, Option<Session>) {
+        let fresh = || self.fresh(route, body, request);
         let Mode::Compact(c) = self else {
             return fresh();
         };
@@ -384,19 +397,15 @@ impl Mode {
         else {
             return fresh();
         };
+        let Some(request) = request else {
+            return fresh();
+        };
+        // A request is parsed only when it is UTF-8.
         let Ok(text) = std::str::from_utf8(body) else {
             return fresh();
         };
-        let Ok(top) = serde_json::from_str::<Members<'_>>(text) else {
-            return fresh();
-        };
+        let (top, items) = (&request.members, &request.items);
         let key = history_key(route);
-        let Some(items) = top
-            .get(key)
-            .and_then(|h| serde_json::from_str::<Vec<&RawValue>>(h.get()).ok())
-        else {
-            return fresh();
-        };
         let n = prior.client.elements.len();
         let continues = items.len() >= n
             && items[..n]
@@ -438,7 +447,7 @@ impl Mode {
             true => None,
             false => Some(compact(c, route, &continued, &loaded)),
         };
-        let head = Head::of(route, &top);
+        let head = Head::of(route, top);
         let client_side = transcript(client)
             .and_then(|t| Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t));
         let session = |forwarded: Option<Side>| {
@@ -496,8 +505,14 @@ impl Mode {
     }
 
     /// [`decide`](Mode::decide), and the session of a request forwarded (as it came,
-    /// or compacted). **O(len)** plus the pipeline.
-    fn fresh(&self, route: Route, body: &[u8]) -> (Decision, Option<Session>) {
+    /// or compacted), when `request` parsed as a session's. **O(len)** plus the
+    /// pipeline.
+    fn fresh(
+        &self,
+        route: Route,
+        body: &[u8],
+        request: Option<&crate::warm::Request<'_>>,
+    ) -> (Decision, Option<Session>) {
         let whole = self.whole(route, body);
         let forwarded = match &whole.decision {
             Decision::Forward | Decision::Deferred(_) => None,
@@ -512,18 +527,14 @@ impl Mode {
             }
             _ => return (whole.decision, None),
         };
-        let session = whole.client.and_then(|t| {
-            let text = std::str::from_utf8(body).ok()?;
-            let top: Members<'_> = serde_json::from_str(text).ok()?;
-            if !top.distinct() {
-                return None;
-            }
-            let items: Vec<&RawValue> =
-                serde_json::from_str(top.get(history_key(route))?.get()).ok()?;
+        let session = whole.client.zip(request).and_then(|(t, request)| {
             Some(Session {
                 route,
-                head: Head::of(route, &top),
-                client: Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t)?,
+                head: Head::of(route, &request.members),
+                client: Side::new(
+                    request.items.iter().map(|r| Box::from(r.get())).collect(),
+                    t,
+                )?,
                 forwarded,
                 answer: None,
             })

@@ -61,7 +61,7 @@ mod warm;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -99,6 +99,14 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// 2 GiB in all.
 pub const DEFAULT_MAX_SESSION_BYTES: usize = 8 << 20;
 
+/// The default time the upstream has to accept a connection: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default time the upstream has to start its response (status and headers)
+/// once the request is sent: 10 minutes, the Anthropic and OpenAI SDKs' own request
+/// timeout (a request that does not stream is answered only when the model is done).
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The request header naming a session ([`Sessions`]); without it, a session is
 /// keyed by a hash of the conversation's start.
 pub const SESSION_HEADER: &str = "x-cutpoint-session";
@@ -121,6 +129,13 @@ pub struct Config {
     /// Compact mode: the most bytes one session remembers; a larger one is not
     /// remembered.
     pub max_session_bytes: usize,
+    /// How long the upstream has to accept a connection (`None`: no limit); past it,
+    /// the request is answered 504 in the provider's shape.
+    pub connect_timeout: Option<Duration>,
+    /// How long the upstream has to start its response (status and headers) once
+    /// the request is sent (`None`: no limit); past it, 504. A streamed body is never
+    /// timed: once it starts, it flows as long as the upstream sends.
+    pub first_byte_timeout: Option<Duration>,
 }
 
 impl Config {
@@ -132,6 +147,8 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            first_byte_timeout: Some(DEFAULT_FIRST_BYTE_TIMEOUT),
         }
     }
 }
@@ -159,7 +176,13 @@ impl Proxy {
     /// set up.
     pub fn new(config: Config) -> Result<Self, UpstreamError> {
         Ok(Proxy {
-            upstream: upstream::Upstream::new(&config.upstream)?,
+            upstream: upstream::Upstream::new(
+                &config.upstream,
+                upstream::Timeouts {
+                    connect: config.connect_timeout,
+                    first_byte: config.first_byte_timeout,
+                },
+            )?,
             mode: Arc::new(config.mode.clone()),
             sessions: Arc::new(Mutex::new(Sessions::new(
                 config.max_sessions,
@@ -271,13 +294,14 @@ impl Proxy {
         // more: off the async workers, so that the streams they carry never wait on
         // it. A panic there (a bug) refuses the request; it is never forwarded.
         let (mode, body) = (Arc::clone(&self.mode), bytes.clone());
-        let sessions = Arc::clone(&self.sessions);
+        // Sessions off: nothing to build or keep.
+        let sessions = (self.config.max_sessions > 0).then(|| Arc::clone(&self.sessions));
         let named = parts
             .headers
             .get(SESSION_HEADER)
             .map(|v| v.as_bytes().to_vec());
         let metrics = Arc::clone(&self.metrics);
-        let (decision, session) = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, &metrics, route, &body, named.as_deref()))
+        let (decision, session) = tokio::task::spawn_blocking(move || decide_in_session(&mode, sessions.as_deref(), &metrics, route, &body, named.as_deref()))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(route = route.name(), error = %e, "the decision failed");
@@ -458,20 +482,42 @@ impl Proxy {
                 None => response,
             },
             Err(e) => {
-                self.metrics.count(Count::UpstreamError);
-                tracing::warn!(error = %e, "upstream unreachable");
+                let (status, reason, message) = match &e {
+                    upstream::SendError::Timeout { .. } => {
+                        self.metrics.count(Count::UpstreamTimeout);
+                        tracing::warn!(error = %e, "upstream timed out");
+                        (
+                            StatusCode::GATEWAY_TIMEOUT,
+                            "upstream-timeout",
+                            format!("cutpoint proxy: the upstream timed out: {e}"),
+                        )
+                    }
+                    upstream::SendError::Failed(_) => {
+                        self.metrics.count(Count::UpstreamError);
+                        tracing::warn!(error = %e, "upstream unreachable");
+                        (
+                            StatusCode::BAD_GATEWAY,
+                            "upstream-unreachable",
+                            format!("cutpoint proxy: the upstream could not be reached: {e}"),
+                        )
+                    }
+                };
                 let refusal = Refusal {
-                    status: StatusCode::BAD_GATEWAY,
-                    reason: "upstream-unreachable",
-                    message: format!("cutpoint proxy: the upstream could not be reached: {e}"),
+                    status,
+                    reason,
+                    message,
                 };
                 let mut response =
                     Response::new(full(refusal.body(route.unwrap_or(Route::OpenAiChat))));
-                *response.status_mut() = StatusCode::BAD_GATEWAY;
-                response.headers_mut().insert(
+                *response.status_mut() = status;
+                let headers = response.headers_mut();
+                headers.insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),
                 );
+                if let Ok(reason) = HeaderValue::from_str(reason) {
+                    headers.insert(HeaderName::from_static("x-cutpoint-upstream"), reason);
+                }
                 response
             }
         }
@@ -516,7 +562,8 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
     response
 }
 
-/// [`Mode::decide_in`] with the session table: the session keyed by `named` (the
+/// [`Mode::decide_in`] with the session table (`None`: sessions off, every request
+/// decided as [`Mode::decide`] decides it): the session keyed by `named` (the
 /// [`SESSION_HEADER`]) or by the conversation's start, taken out of the table,
 /// decided with, and the next one remembered (or none, forgotten) after; returns
 /// the decision and the key of the session remembered, for its answer to feed. A
@@ -527,13 +574,18 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
 /// the decision.
 fn decide_in_session(
     mode: &Mode,
-    sessions: &Mutex<Sessions>,
+    sessions: Option<&Mutex<Sessions>>,
     metrics: &Metrics,
     route: Route,
     body: &[u8],
     named: Option<&[u8]>,
 ) -> (Decision, Option<SessionKey>) {
     let start = Instant::now();
+    let Some(sessions) = sessions else {
+        let decision = mode.decide(route, body);
+        metrics.time(Took::Decide { incremental: false }, start.elapsed());
+        return (decision, None);
+    };
     let request = warm::Request::parse(route, body);
     let key = match (named, &request) {
         (Some(name), _) => Some(warm::named_key(route, name)),

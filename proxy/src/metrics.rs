@@ -30,6 +30,7 @@ pub struct Metrics {
     deferrals: AtomicU64,
     tokens_saved: AtomicU64,
     upstream_errors: AtomicU64,
+    upstream_timeouts: AtomicU64,
     refused: Mutex<BTreeMap<&'static str, u64>>,
     deferred: Mutex<BTreeMap<&'static str, u64>>,
     added: Histogram,
@@ -82,6 +83,9 @@ pub(crate) enum Count {
     Deferral(DeferCause),
     /// The upstream could not be reached, or failed mid-request.
     UpstreamError,
+    /// The upstream did not accept a connection, or did not start its response, in
+    /// time.
+    UpstreamTimeout,
 }
 
 impl Metrics {
@@ -114,6 +118,7 @@ impl Metrics {
                 &self.deferrals
             }
             Count::UpstreamError => &self.upstream_errors,
+            Count::UpstreamTimeout => &self.upstream_timeouts,
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -215,6 +220,11 @@ impl Metrics {
         )
     }
 
+    /// Requests whose upstream timed out so far (answered 504). **O(1)**.
+    pub fn upstream_timeouts(&self) -> u64 {
+        self.upstream_timeouts.load(Relaxed)
+    }
+
     /// Requests sent upstream so far. **O(1)**.
     pub fn forwarded(&self) -> u64 {
         self.forwarded.load(Relaxed)
@@ -292,8 +302,13 @@ impl Metrics {
             ),
             (
                 "upstream_errors",
-                "Requests whose upstream could not be reached or failed.",
+                "Requests whose upstream could not be reached or failed (answered 502).",
                 &self.upstream_errors,
+            ),
+            (
+                "upstream_timeouts",
+                "Requests whose upstream did not accept a connection or start its response in time (answered 504).",
+                &self.upstream_timeouts,
             ),
         ];
         for (name, help, value) in counters {
