@@ -14,6 +14,11 @@
 //! ```
 //!
 //! - [`Mode::decide`] is the sans-IO core: bytes in, a [`Decision`] out.
+//! - [`Mode::decide_in`] decides a conversation's next request on its [`Session`]
+//!   (what the proxy read of the last one): only the new history elements are read,
+//!   and the decision is the one [`Mode::decide_in_from_scratch`] makes reading the
+//!   request whole. The [`Sessions`] table bounds them; a followed answer feeds its
+//!   session ([`Followed`]).
 //! - [`Proxy::handle`] is the mountable handler: a `Request` in, a `Response` out,
 //!   for any body type, so a Rust service can route to it from its own router.
 //! - [`serve`] runs it on a listener with graceful shutdown (streams in flight finish).
@@ -94,9 +99,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 32 << 20;
 /// The default cap on sessions remembered (compact mode): 256.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
-/// The default cap on one session's remembered history: 8 MiB (the client's history
-/// and the one forwarded instead, together). With [`DEFAULT_MAX_SESSIONS`], at most
-/// 2 GiB in all.
+/// The default cap on one session's remembered history: 8 MiB by its estimate
+/// ([`Session::bytes`]: the client's history and the one forwarded instead, with
+/// their readings). With [`DEFAULT_MAX_SESSIONS`], at most 2 GiB in all.
 pub const DEFAULT_MAX_SESSION_BYTES: usize = 8 << 20;
 
 /// The default time the upstream has to accept a connection: 10 s.
@@ -123,11 +128,12 @@ pub struct Config {
     /// The largest request body of a provider route the proxy reads; a larger one is
     /// answered 413 and not forwarded.
     pub max_body_bytes: usize,
-    /// Compact mode: the most sessions remembered ([`Sessions`]), the least recently
-    /// used evicted first; 0 remembers none (each request compacted from scratch).
+    /// The most sessions remembered ([`Sessions`]; in every mode: a session's next
+    /// request is read only where it is new), the least recently used evicted
+    /// first; 0 remembers none (each request read whole, as [`Mode::decide`] does).
     pub max_sessions: usize,
-    /// Compact mode: the most bytes one session remembers; a larger one is not
-    /// remembered.
+    /// The most bytes one session remembers, by its estimate ([`Session::bytes`]);
+    /// a larger one is not remembered.
     pub max_session_bytes: usize,
     /// How long the upstream has to accept a connection (`None`: no limit); past it,
     /// the request is answered 504 in the provider's shape.
