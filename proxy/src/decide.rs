@@ -404,7 +404,7 @@ impl Mode {
         let Ok(text) = std::str::from_utf8(body) else {
             return fresh();
         };
-        let (top, items) = (&request.members, &request.items);
+        let (top, items) = (&request.members, request.items());
         let key = history_key(route);
         let n = prior.client.elements.len();
         let continues = items.len() >= n
@@ -532,7 +532,7 @@ impl Mode {
                 route,
                 head: Head::of(route, &request.members),
                 client: Side::new(
-                    request.items.iter().map(|r| Box::from(r.get())).collect(),
+                    request.items().iter().map(|r| Box::from(r.get())).collect(),
                     t,
                 )?,
                 forwarded,

@@ -27,22 +27,28 @@ use crate::{Decision, Mode, Route};
 /// distinct, and its history's elements as their bytes.
 pub(crate) struct Request<'a> {
     pub(crate) members: Members<'a>,
-    pub(crate) items: Vec<&'a RawValue>,
+    history: &'static str,
 }
 
 impl<'a> Request<'a> {
     /// `body` parsed, or `None` when it is not UTF-8, not a JSON object, has a key
     /// twice, or holds no array under the route's history key. **O(len)**: one pass
-    /// of JSON syntax (serde_json's raw values check the syntax as `decide` does),
-    /// and one of the history array.
+    /// of JSON syntax over the body (serde_json's raw values check the syntax as
+    /// `decide` does), the history read as its elements in the same pass.
     pub(crate) fn parse(route: Route, body: &'a [u8]) -> Option<Request<'a>> {
         let text = std::str::from_utf8(body).ok()?;
-        let members: Members<'a> = serde_json::from_str(text).ok()?;
+        let history = history_key(route);
+        let members = Members::split(text, history).ok()?;
         if !members.distinct() {
             return None;
         }
-        let items = serde_json::from_str(members.get(history_key(route))?.get()).ok()?;
-        Some(Request { members, items })
+        members.elements(history)?;
+        Some(Request { members, history })
+    }
+
+    /// The history's elements. **O(1)**.
+    pub(crate) fn items(&self) -> &[&'a RawValue] {
+        self.members.elements(self.history).unwrap_or_default()
     }
 
     /// The session's key when no header names one: the route and the
@@ -56,7 +62,7 @@ impl<'a> Request<'a> {
         SessionKey::of([
             route.name().as_bytes(),
             b"start".as_slice(),
-            self.items
+            self.items()
                 .first()
                 .map_or(b"".as_slice(), |r| r.get().as_bytes()),
             system.map_or(b"".as_slice(), |r| r.get().as_bytes()),
@@ -150,7 +156,7 @@ pub(crate) fn decide(
     if prior.route != route || !prior.head.matches(route, &request.members) {
         return None;
     }
-    let items = &request.items;
+    let items = request.items();
     let n = prior.client.elements.len();
     if items.len() < n
         || !items[..n]
