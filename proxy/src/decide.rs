@@ -302,8 +302,9 @@ impl Mode {
     ///
     /// Every mode remembers the sessions it forwards; compact mode also what it
     /// forwarded instead. Never panics on any input. **O(new elements)** to read and
-    /// **O(blocks)** to check on the incremental path (plus **O(len)** to compare
-    /// bytes and write a continued body); **O(len)** plus the pipeline otherwise.
+    /// **O(blocks)** to check on the incremental path (plus **O(len)** to scan the
+    /// syntax, compare bytes and write a continued body); **O(len)** plus the
+    /// pipeline otherwise.
     pub fn decide_in(
         &self,
         route: Route,

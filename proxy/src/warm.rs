@@ -9,7 +9,8 @@
 //! reasoning item). So only the new elements are read, in a document of their own
 //! (with the element before them, for that binding), and the rules are checked on
 //! the messages held plus the new ones: **O(new elements)** to read, **O(blocks)** to
-//! check (no JSON), where a whole reading is **O(len)** of JSON. Only the decisions
+//! check (no JSON), and one **O(len)** syntax scan and byte comparison, where a whole
+//! reading is **O(len)** of JSON parsing. Only the decisions
 //! that need no rewrite are made here (forward as it came; continue a compacted
 //! session within the budget); anything else (a broken request, one over the budget,
 //! one that does not continue the session) is decided as from scratch, by the same
