@@ -59,6 +59,7 @@ mod metrics;
 mod refusal;
 mod repair;
 mod route;
+mod scratch;
 mod session;
 mod upstream;
 mod warm;
