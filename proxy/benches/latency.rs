@@ -11,9 +11,18 @@
 //! - `concurrent32/{direct,proxy}/BODY`: 32 requests in flight at once, answered
 //!   `{}`; the reported time is per request (a batch's time over 32).
 //!
+//! - `next_turn/{direct,proxy_whole,proxy}/BODY`: one request at a time, answered
+//!   `{}`, each the next turn of its session (`x-cutpoint-session`): the session's
+//!   previous request is sent first, outside the timing, then the timed one, which
+//!   continues it. `proxy_whole` has sessions off (every request read whole),
+//!   `proxy` reads only the new elements.
+//!
 //! Bodies, as in `examples/overhead.rs`: a one-message Anthropic request, and the real
 //! requests Claude Code (78 messages, 65 KB) and Codex (287 items, 42 KB) send for a
-//! next turn (`tests/fixtures`). Loopback only; short by default (CI builds it only):
+//! next turn (`tests/fixtures`). The first three groups go through a proxy with
+//! sessions off, so that each request is read whole, as a conversation's first is
+//! (the same body sent again would be a retry of its session, read from the session).
+//! Loopback only; short by default (CI builds it only):
 //! `cargo bench -p cutpoint-proxy --bench latency`.
 
 use std::convert::Infallible;
@@ -35,6 +44,9 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::task::JoinSet;
 
+mod common;
+use common::{fixture, previous_turn};
+
 /// Requests in flight at once in the concurrent group.
 const IN_FLIGHT: usize = 32;
 
@@ -43,12 +55,6 @@ const IN_FLIGHT: usize = 32;
 const STREAM: &str = "x-bench-stream";
 
 type Agent = Client<HttpConnector, Full<Bytes>>;
-
-/// A fixture of `proxy/tests/fixtures`.
-fn fixture(name: &str) -> Bytes {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    Bytes::from(std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
-}
 
 /// Starts the stand-in upstream: reads each request whole, answers `{}` at once, or
 /// `sse` in chunks of 200 bytes when asked for a stream.
@@ -92,12 +98,32 @@ async fn stand_in(sse: Bytes) -> SocketAddr {
     addr
 }
 
-/// The stand-in, the proxy in front of it, and the agent's client, on one runtime.
+/// The stand-in, the proxies in front of it (sessions off and on), and the agent's
+/// client, on one runtime.
 struct Setup {
     runtime: Runtime,
     direct: SocketAddr,
+    /// Sessions off: every request read whole.
+    whole: SocketAddr,
+    /// Sessions on (the default).
     proxy: SocketAddr,
     client: Agent,
+}
+
+/// A proxy (check mode) in front of `upstream`, with `max_sessions`, serving on a
+/// loopback port.
+async fn proxy(upstream: SocketAddr, max_sessions: usize) -> SocketAddr {
+    let mut config = Config::new(format!("http://{upstream}").parse().expect("url"));
+    config.max_sessions = max_sessions;
+    let proxy = Arc::new(Proxy::new(config).expect("proxy"));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let via = listener.local_addr().expect("addr");
+    tokio::spawn(cutpoint_proxy::serve(
+        listener,
+        proxy,
+        std::future::pending(),
+    ));
+    via
 }
 
 impl Setup {
@@ -108,31 +134,21 @@ impl Setup {
             .build()
             .expect("runtime");
         let sse = fixture("anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt");
-        let (direct, proxy, client) = runtime.block_on(async {
+        let (direct, whole, proxy, client) = runtime.block_on(async {
             let direct = stand_in(sse).await;
-            let proxy = Arc::new(
-                Proxy::new(Config::new(
-                    format!("http://{direct}").parse().expect("url"),
-                ))
-                .expect("proxy"),
-            );
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let via = listener.local_addr().expect("addr");
-            tokio::spawn(cutpoint_proxy::serve(
-                listener,
-                proxy,
-                std::future::pending(),
-            ));
+            let whole = proxy(direct, 0).await;
+            let sessions = proxy(direct, cutpoint_proxy::DEFAULT_MAX_SESSIONS).await;
             // The agent's side on TCP_NODELAY too, so that only the proxy's own
             // sockets differ between the two paths.
             let mut http = HttpConnector::new();
             http.set_nodelay(true);
             let client: Agent = Client::builder(TokioExecutor::new()).build(http);
-            (direct, via, client)
+            (direct, whole, sessions, client)
         });
         Setup {
             runtime,
             direct,
+            whole,
             proxy,
             client,
         }
@@ -146,7 +162,8 @@ fn request(
     streamed: bool,
 ) -> hyper::Request<Full<Bytes>> {
     let mut req = hyper::Request::post(format!("http://{addr}{path}"))
-        .header("content-type", "application/json");
+        .header("content-type", "application/json")
+        .header(cutpoint_proxy::SESSION_HEADER, "bench");
     if streamed {
         req = req.header(STREAM, "1");
     }
@@ -197,7 +214,7 @@ fn latency(c: &mut Criterion) {
             fixture("openai-responses-request__localpush__rollout-12-41-04-parallel7.json"),
         ),
     ];
-    let paths = [("direct", setup.direct), ("proxy", setup.proxy)];
+    let paths = [("direct", setup.direct), ("proxy", setup.whole)];
     let (runtime, client) = (&setup.runtime, &setup.client);
 
     let mut group = c.benchmark_group("round_trip");
@@ -228,6 +245,37 @@ fn latency(c: &mut Criterion) {
                         let mut total = Duration::ZERO;
                         for _ in 0..iters {
                             total += first_byte(client, addr, path, body).await;
+                        }
+                        total
+                    })
+                });
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("next_turn");
+    let turns = [(&bodies[1], "messages"), (&bodies[2], "input")];
+    let next_paths = [
+        ("direct", setup.direct),
+        ("proxy_whole", setup.whole),
+        ("proxy", setup.proxy),
+    ];
+    for ((name, path, next), key) in turns {
+        let previous = previous_turn(next, key);
+        group.throughput(Throughput::Bytes(next.len() as u64));
+        for (via, addr) in next_paths {
+            group.bench_with_input(BenchmarkId::new(via, name), next, |b, next| {
+                b.iter_custom(|iters| {
+                    runtime.block_on(async {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            // The session's previous turn, outside the timing: a
+                            // shorter history than the session's, so read whole.
+                            round_trip(client, addr, path, &previous).await;
+                            let start = Instant::now();
+                            round_trip(client, addr, path, next).await;
+                            total += start.elapsed();
                         }
                         total
                     })

@@ -1,7 +1,8 @@
 //! What the proxy adds to a request's round trip, measured over loopback in one run:
 //! a stand-in upstream answering `{}` at once, the same requests sent to it directly
-//! and through the proxy (check mode), interleaved, a fixed count of each. Prints
-//! p50 and p99 per body. Bounded in count; loopback only.
+//! and through the proxy (check mode, sessions off, so each is read whole),
+//! interleaved, a fixed count of each. Prints p50 and p99 per body. Bounded in count;
+//! loopback only.
 //!
 //! `cargo run --release -p cutpoint-proxy --example overhead [ROUNDS]`
 
@@ -46,12 +47,12 @@ async fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(500);
     let upstream = stand_in().await;
-    let proxy = Arc::new(
-        Proxy::new(Config::new(
-            format!("http://{upstream}").parse().expect("url"),
-        ))
-        .expect("proxy"),
-    );
+    let mut config = Config::new(format!("http://{upstream}").parse().expect("url"));
+    // Sessions off: each request read whole. With them on, the same body sent again
+    // is a retry of its session, read from the session (benches/latency.rs's
+    // `next_turn` measures a session's next request).
+    config.max_sessions = 0;
+    let proxy = Arc::new(Proxy::new(config).expect("proxy"));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let via = listener.local_addr().expect("addr");
     tokio::spawn(cutpoint_proxy::serve(

@@ -11,35 +11,98 @@ use serde_json::value::RawValue;
 
 use crate::Route;
 
-/// A JSON object's members in order, each value's bytes as they came.
-pub(crate) struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+/// A JSON object's members in order, each value's bytes as they came; or, for one
+/// member read with [`Members::split`], its array's elements' bytes.
+pub(crate) struct Members<'a>(Vec<(Cow<'a, str>, Member<'a>)>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Members<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Members<'a>, M::Error> {
-                let mut members = Vec::new();
-                while let Some(member) = map.next_entry::<Cow<'a, str>, &'a RawValue>()? {
-                    members.push(member);
+/// One member's value.
+enum Member<'a> {
+    /// Its bytes.
+    Raw(&'a RawValue),
+    /// An array, as its elements' bytes ([`Members::split`]).
+    Elements(Vec<&'a RawValue>),
+}
+
+/// Reads a JSON object's members; with `split`, that key's value as an array's
+/// elements (the first time it comes).
+struct MembersVisitor<'k> {
+    split: Option<&'k str>,
+}
+
+impl<'de, 'k> Visitor<'de> for MembersVisitor<'k> {
+    type Value = Members<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Members<'de>, M::Error> {
+        let mut members = Vec::new();
+        let mut split = self.split;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let value = match split {
+                Some(k) if k == key => {
+                    split = None;
+                    Member::Elements(map.next_value()?)
                 }
-                Ok(Members(members))
-            }
+                _ => Member::Raw(map.next_value()?),
+            };
+            members.push((key, value));
         }
-        d.deserialize_map(V(std::marker::PhantomData))
+        Ok(Members(members))
     }
 }
 
-impl Members<'_> {
-    pub(crate) fn get(&self, key: &str) -> Option<&RawValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MembersVisitor { split: None })
+    }
+}
+
+impl<'a> Members<'a> {
+    /// The members of the JSON object `text`, `key`'s value read as an array's
+    /// elements: one pass over the bytes where the member's bytes and then its
+    /// elements would take two. Fails as `serde_json::from_str` does (the syntax, a
+    /// trailing character), and when `key`'s value is not an array. **O(len)**.
+    pub(crate) fn split(text: &'a str, key: &str) -> Result<Members<'a>, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let members = de.deserialize_map(MembersVisitor { split: Some(key) })?;
+        de.end()?;
+        Ok(members)
     }
 
-    /// The object again, `key`'s value replaced by `value`. **O(len)**.
+    /// The value of `key` (its first, when it comes twice), unless it was split into
+    /// elements. **O(members)**.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| match v {
+                Member::Raw(raw) => Some(*raw),
+                Member::Elements(_) => None,
+            })
+    }
+
+    /// The elements of `key`'s array, when it was split ([`Members::split`]).
+    /// **O(members)**.
+    pub(crate) fn elements(&self, key: &str) -> Option<&[&'a RawValue]> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| match v {
+                Member::Elements(elements) => Some(&elements[..]),
+                Member::Raw(_) => None,
+            })
+    }
+
+    /// Whether no key comes twice. **O(members log members)**.
+    pub(crate) fn distinct(&self) -> bool {
+        let mut keys: Vec<&str> = self.0.iter().map(|(k, _)| k.as_ref()).collect();
+        keys.sort_unstable();
+        keys.windows(2).all(|w| w[0] != w[1])
+    }
+
+    /// The object again, `key`'s value replaced by `value`; every other member's
+    /// bytes as they came (a split array's elements as they came, joined by commas).
+    /// **O(len)**.
     pub(crate) fn write_with(&self, key: &str, value: &str) -> String {
         let mut out = String::from("{");
         for (i, (k, v)) in self.0.iter().enumerate() {
@@ -48,7 +111,20 @@ impl Members<'_> {
             }
             out.push_str(&Value::from(k.as_ref()).to_string());
             out.push(':');
-            out.push_str(if k == key { value } else { v.get() });
+            match v {
+                _ if k == key => out.push_str(value),
+                Member::Raw(raw) => out.push_str(raw.get()),
+                Member::Elements(elements) => {
+                    out.push('[');
+                    for (j, e) in elements.iter().enumerate() {
+                        if j > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(e.get());
+                    }
+                    out.push(']');
+                }
+            }
         }
         out.push('}');
         out
@@ -81,5 +157,47 @@ pub(crate) fn history_key(route: Route) -> &'static str {
     match route {
         Route::OpenAiResponses => "input",
         _ => "messages",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass gives what two give: the members' bytes, the history's elements'
+    /// bytes; and it refuses what the two refuse.
+    #[test]
+    fn split_reads_the_history_as_two_passes_would() {
+        let text = r#"{"model":"m", "messages" : [ {"role":"user","content":"a"} ,{"b":[1, 2]}], "system":"s"}"#;
+        let split = Members::split(text, "messages").unwrap();
+        let plain: Members<'_> = serde_json::from_str(text).unwrap();
+        let two: Vec<&RawValue> =
+            serde_json::from_str(plain.get("messages").unwrap().get()).unwrap();
+        let one: Vec<&str> = split
+            .elements("messages")
+            .unwrap()
+            .iter()
+            .map(|r| r.get())
+            .collect();
+        assert_eq!(one, two.iter().map(|r| r.get()).collect::<Vec<_>>());
+        assert_eq!(split.get("system").unwrap().get(), r#""s""#);
+        assert!(split.get("messages").is_none() && plain.elements("messages").is_none());
+        assert_eq!(
+            split.write_with("messages", "[]"),
+            r#"{"model":"m","messages":[],"system":"s"}"#
+        );
+        assert_eq!(
+            split.write_with("other", "1"),
+            r#"{"model":"m","messages":[{"role":"user","content":"a"},{"b":[1, 2]}],"system":"s"}"#
+        );
+        for bad in [
+            r#"{"messages":{}}"#,
+            r#"{"messages":[1,]}"#,
+            r#"{"messages":[]} x"#,
+            r#"{"messages":["\x"]}"#,
+            r#"[1]"#,
+        ] {
+            assert!(Members::split(bad, "messages").is_err(), "{bad}");
+        }
     }
 }

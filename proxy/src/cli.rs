@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use crate::{
     Compaction, Config, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSION_BYTES, DEFAULT_MAX_SESSIONS,
     Mode, Proxy,
@@ -49,13 +51,46 @@ pub struct Args {
     /// The largest request body read, in bytes; a larger one is answered 413.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
-    /// compact: the most sessions remembered (a session's next request continues
-    /// what the proxy forwarded), the least recently used evicted first; 0: none.
+    /// The most sessions remembered (a session's next request is read only where it
+    /// is new; in compact mode it continues what the proxy forwarded), the least
+    /// recently used evicted first; 0: none.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
     max_sessions: usize,
-    /// compact: the most bytes one session remembers.
+    /// The most bytes one session remembers (an estimate of its history and its
+    /// reading); a larger one is not remembered.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_SESSION_BYTES)]
     max_session_bytes: usize,
+    /// Seconds the upstream has to accept a connection; past them the request is
+    /// answered 504 in the provider's error shape. 0: no limit.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = CONNECT_TIMEOUT_SECS)]
+    connect_timeout: Timeout,
+    /// Seconds the upstream has to start its response (status and headers) once the
+    /// request is sent; past them, 504. A streamed body is never timed. 0: no limit.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = FIRST_BYTE_TIMEOUT_SECS)]
+    first_byte_timeout: Timeout,
+}
+
+/// A `--*-timeout`: a duration, or none (0).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Timeout(Option<Duration>);
+
+/// [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT) as
+/// `--connect-timeout` reads it.
+const CONNECT_TIMEOUT_SECS: &str = "10";
+/// [`DEFAULT_FIRST_BYTE_TIMEOUT`](crate::DEFAULT_FIRST_BYTE_TIMEOUT) as
+/// `--first-byte-timeout` reads it.
+const FIRST_BYTE_TIMEOUT_SECS: &str = "600";
+
+/// Seconds (a decimal), 0 for no limit.
+fn parse_secs(text: &str) -> Result<Timeout, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    match secs {
+        0.0 => Ok(Timeout(None)),
+        s if s.is_finite() && s > 0.0 => Ok(Timeout(Some(Duration::from_secs_f64(s)))),
+        _ => Err(format!("{text:?} is not a number of seconds")),
+    }
 }
 
 /// `--mode`.
@@ -95,6 +130,8 @@ pub fn run(args: Args) -> ExitCode {
     config.max_body_bytes = args.max_body_bytes;
     config.max_sessions = args.max_sessions;
     config.max_session_bytes = args.max_session_bytes;
+    config.connect_timeout = args.connect_timeout.0;
+    config.first_byte_timeout = args.first_byte_timeout.0;
     if args.mode == ModeArg::Repair {
         config.mode = Mode::Repair;
     }
@@ -152,4 +189,46 @@ pub fn run(args: Args) -> ExitCode {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT};
+
+    #[test]
+    fn timeouts_read_as_seconds_and_default_to_the_library_s() {
+        assert_eq!(
+            parse_secs(CONNECT_TIMEOUT_SECS),
+            Ok(Timeout(Some(DEFAULT_CONNECT_TIMEOUT)))
+        );
+        assert_eq!(
+            parse_secs(FIRST_BYTE_TIMEOUT_SECS),
+            Ok(Timeout(Some(DEFAULT_FIRST_BYTE_TIMEOUT)))
+        );
+        assert_eq!(
+            parse_secs("0.25"),
+            Ok(Timeout(Some(Duration::from_millis(250))))
+        );
+        assert_eq!(parse_secs("0"), Ok(Timeout(None)));
+        assert!(parse_secs("-1").is_err() && parse_secs("soon").is_err());
+        assert!(parse_secs("inf").is_err() && parse_secs("NaN").is_err());
+        let args = Args::try_parse_from(["cutpoint-proxy", "--upstream", "http://x"]).unwrap();
+        assert_eq!(
+            (args.connect_timeout.0, args.first_byte_timeout.0),
+            (
+                Some(DEFAULT_CONNECT_TIMEOUT),
+                Some(DEFAULT_FIRST_BYTE_TIMEOUT)
+            )
+        );
+        let args = Args::try_parse_from([
+            "cutpoint-proxy",
+            "--upstream",
+            "http://x",
+            "--first-byte-timeout",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(args.first_byte_timeout, Timeout(None));
+    }
 }

@@ -5,13 +5,12 @@
 use bytes::Bytes;
 use cutpoint::compact::pipeline::{Choice, Pipeline, Progress, Settings};
 use cutpoint::compact::strategy::LedgerOnly;
-use cutpoint::format::EditError;
-use cutpoint::format::{ByteEstimate, Finding, LoadError, Loaded};
+use cutpoint::format::{ByteEstimate, EditError, Finding, LoadError, Loaded, Transcript};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::body::{Members, history_key};
-use crate::session::Remembered;
+use crate::session::Session;
 use crate::{Refusal, Route};
 
 /// What the proxy does with the requests it reads.
@@ -88,10 +87,7 @@ pub enum Decision {
         tokens_after: u64,
     },
     /// Over the budget, but no rewrite could be forwarded: the body goes as it came.
-    Deferred {
-        /// Why (a pipeline's reason, or a rewrite that did not pass the checks).
-        reason: String,
-    },
+    Deferred(Deferral),
     /// Forward this body instead: the request repaired ([`Mode::Repair`]). It was read
     /// back and keeps the provider's rules, and the rules of a rewrite of the
     /// original; every call of the request is in it.
@@ -117,10 +113,53 @@ pub enum Decision {
         tokens_after: u64,
         /// Over the budget, why the pipeline did not run or its output was not
         /// forwarded (the continuation is forwarded instead).
-        deferred: Option<String>,
+        deferred: Option<Deferral>,
     },
     /// Answer the request with this error; do not forward it.
     Refuse(Refusal),
+}
+
+/// Why a request over the budget was forwarded without a compaction: as it came
+/// ([`Decision::Deferred`]), or as its session's continuation
+/// ([`Decision::Continued`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Deferral {
+    /// What kept the pipeline's output from being forwarded, as a metrics label.
+    pub cause: DeferCause,
+    /// Why, in words (the pipeline's reason, or the rule a rewrite would break).
+    pub reason: String,
+}
+
+/// What kept a compaction from being forwarded ([`Deferral`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum DeferCause {
+    /// Any compaction would change the prefix of thinking the provider binds to it
+    /// (the latest assistant message carries signed thinking).
+    ThinkingBound,
+    /// The pipeline did not meet the budget: the floors protect what is left, or no
+    /// strategy made progress.
+    BudgetNotMet,
+    /// The pipeline failed on the request.
+    PipelineFailed,
+    /// Its output did not read back.
+    RewriteUnreadable,
+    /// Its output would break a provider rule, on its own or as a rewrite.
+    RewriteBreaksRule,
+}
+
+impl DeferCause {
+    /// Its name, as `/metrics` labels it. **O(1)**.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeferCause::ThinkingBound => "thinking-bound",
+            DeferCause::BudgetNotMet => "budget-not-met",
+            DeferCause::PipelineFailed => "pipeline-failed",
+            DeferCause::RewriteUnreadable => "rewrite-unreadable",
+            DeferCause::RewriteBreaksRule => "rewrite-breaks-rule",
+        }
+    }
 }
 
 /// The top-level keys the library's reader takes a history from. A Responses request
@@ -149,6 +188,33 @@ impl Top<'_> {
     }
 }
 
+/// A decision on a request read whole, and what was read to make it.
+pub(crate) struct Whole {
+    pub(crate) decision: Decision,
+    /// The request's reading, when it was read and keeps the rules.
+    pub(crate) client: Option<Transcript>,
+    /// A compaction's reading of the body forwarded instead.
+    pub(crate) output: Option<Transcript>,
+}
+
+impl Whole {
+    fn only(decision: Decision) -> Whole {
+        Whole {
+            decision,
+            client: None,
+            output: None,
+        }
+    }
+}
+
+/// The transcript of a reading of a JSON document (every route's). **O(1)**.
+pub(crate) fn transcript(loaded: Loaded<'_>) -> Option<Transcript> {
+    match loaded {
+        Loaded::Transcript { transcript, .. } => Some(transcript),
+        _ => None,
+    }
+}
+
 impl Mode {
     /// Decides what to do with `body`, a request for `route`: read it with the
     /// library's reader of the route's format, refuse it when it breaks a provider
@@ -158,42 +224,47 @@ impl Mode {
     /// panics on any input. **O(len)** to read and check, plus what the pipeline
     /// costs when it runs.
     pub fn decide(&self, route: Route, body: &[u8]) -> Decision {
+        self.whole(route, body).decision
+    }
+
+    /// [`decide`](Mode::decide), keeping what it read.
+    pub(crate) fn whole(&self, route: Route, body: &[u8]) -> Whole {
         let text = match std::str::from_utf8(body) {
             Ok(text) => text,
             Err(e) => {
-                return Decision::Refuse(Refusal::bad_request(
+                return Whole::only(Decision::Refuse(Refusal::bad_request(
                     "not-utf8",
                     format!(
                         "cutpoint proxy: the request body is not UTF-8 (invalid byte at offset {})",
                         e.valid_up_to()
                     ),
-                ));
+                )));
             }
         };
         // The syntax first, so that a malformed body is named by line and column
         // whatever the reader would have made of it.
         if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            return Decision::Refuse(Refusal::bad_request(
+            return Whole::only(Decision::Refuse(Refusal::bad_request(
                 "invalid-json",
                 format!("cutpoint proxy: the request body is not valid JSON: {e}"),
-            ));
+            )));
         }
         let top = match text.trim_start().starts_with('{') {
             true => serde_json::from_str::<Top<'_>>(text).ok(),
             false => None,
         };
         let Some(top) = top else {
-            return Decision::Refuse(Refusal::bad_request(
+            return Whole::only(Decision::Refuse(Refusal::bad_request(
                 "invalid-request",
                 "cutpoint proxy: the request body is not a JSON object".to_owned(),
-            ));
+            )));
         };
         if route == Route::OpenAiResponses && top.without_history() {
-            return Decision::Forward;
+            return Whole::only(Decision::Forward);
         }
         let loaded = match Loaded::read(text, route.format(), &ByteEstimate) {
             Ok(loaded) => loaded,
-            Err(e) => return Decision::Refuse(unreadable(&e)),
+            Err(e) => return Whole::only(Decision::Refuse(unreadable(&e))),
         };
         let violations = match loaded.check(None, false) {
             Ok(checked) => checked.violations,
@@ -201,158 +272,91 @@ impl Mode {
             Err(_) => Vec::new(),
         };
         if let Some(first) = violations.first() {
-            return match self {
+            return Whole::only(match self {
                 Mode::Repair => repaired(route, text, &loaded, &violations),
                 _ => Decision::Refuse(broken(route, first, violations.len())),
-            };
+            });
         }
-        match self {
-            Mode::Check | Mode::Repair => Decision::Forward,
+        let (decision, output) = match self {
+            Mode::Check | Mode::Repair => (Decision::Forward, None),
             Mode::Compact(c) => compact(c, route, text, &loaded),
+        };
+        Whole {
+            decision,
+            client: transcript(loaded),
+            output,
         }
     }
 
-    /// [`decide`](Mode::decide) for a request of a session whose last compacted
-    /// request the proxy remembers (`prior`), and what to remember after it (`None`:
-    /// forget the session). Compact mode only (the other modes remember nothing):
+    /// [`decide`](Mode::decide) for the next request of a session (`prior`: what the
+    /// proxy read and forwarded for the session's last request), and the session
+    /// after it (`None`: forget it). The same decision as
+    /// [`decide_in_from_scratch`](Mode::decide_in_from_scratch), made incrementally:
+    /// a request whose history starts, element for element (bytes), with `prior`'s,
+    /// and whose other members the reader reads are the bytes they were, is read only
+    /// from its first new element on, and checked on `prior`'s reading plus the new
+    /// messages. It is decided so when it keeps the rules and needs no rewrite
+    /// (forwarded as it came, or a compacted session continued within the budget);
+    /// anything else is decided from scratch.
     ///
-    /// - a request whose history starts, element for element, with `prior`'s client
-    ///   history, and that keeps the rules, is forwarded as `prior`'s forwarded
-    ///   history followed by the request's new elements ([`Decision::Continued`]):
-    ///   what the provider saw, extended, so the thinking and reasoning it answered
-    ///   with stay bound to their prefix; over the budget, the pipeline runs on that
-    ///   continuation (its own earlier output, the summary carried forward), and its
-    ///   output is checked against the continuation, what the provider saw;
-    /// - any other request is decided from scratch, and remembered when compacted.
-    ///
-    /// **O(len)** plus the pipeline when it runs.
+    /// Every mode remembers the sessions it forwards; compact mode also what it
+    /// forwarded instead. Never panics on any input. **O(new elements)** to read and
+    /// **O(blocks)** to check on the incremental path (plus **O(len)** to scan the
+    /// syntax, compare bytes and write a continued body); **O(len)** plus the
+    /// pipeline otherwise.
     pub fn decide_in(
         &self,
         route: Route,
         body: &[u8],
-        prior: Option<&Remembered>,
-    ) -> (Decision, Option<Remembered>) {
-        let Mode::Compact(c) = self else {
-            return (self.decide(route, body), None);
-        };
-        let fresh = || {
-            let decision = self.decide(route, body);
-            let remembered = match &decision {
-                Decision::Compacted { body: out, .. } => {
-                    match (history_of(route, body), history_of(route, out)) {
-                        (Some(original), Some(forwarded)) => Some(Remembered {
-                            original,
-                            forwarded,
-                        }),
-                        _ => None,
-                    }
+        prior: Option<Session>,
+    ) -> (Decision, Option<Session>) {
+        let request = crate::warm::Request::parse(route, body);
+        let (decision, session, _) = self.decide_parsed(route, body, request.as_ref(), prior);
+        (decision, session)
+    }
+
+    /// [`decide_in`](Mode::decide_in), and whether it was decided incrementally
+    /// (for tests and benches that check the path taken). **O(len)** to parse, plus
+    /// the decision.
+    #[doc(hidden)]
+    pub fn decide_in_traced(
+        &self,
+        route: Route,
+        body: &[u8],
+        prior: Option<Session>,
+    ) -> (Decision, Option<Session>, bool) {
+        let request = crate::warm::Request::parse(route, body);
+        self.decide_parsed(route, body, request.as_ref(), prior)
+    }
+
+    /// [`decide_in`](Mode::decide_in) on a body parsed already (`None`: it did not
+    /// parse as a session's request), and whether it was decided incrementally.
+    pub(crate) fn decide_parsed(
+        &self,
+        route: Route,
+        body: &[u8],
+        request: Option<&crate::warm::Request<'_>>,
+        prior: Option<Session>,
+    ) -> (Decision, Option<Session>, bool) {
+        match (request, prior) {
+            (Some(request), Some(mut prior)) => {
+                if let Some(decision) = crate::warm::decide(self, route, request, &mut prior) {
+                    return (decision, Some(prior), true);
                 }
-                _ => None,
-            };
-            (decision, remembered)
-        };
-        let Some(prior) = prior else {
-            return fresh();
-        };
-        let Ok(text) = std::str::from_utf8(body) else {
-            return fresh();
-        };
-        let Ok(top) = serde_json::from_str::<Members<'_>>(text) else {
-            return fresh();
-        };
-        let key = history_key(route);
-        let Some(items) = top
-            .get(key)
-            .and_then(|h| serde_json::from_str::<Vec<&RawValue>>(h.get()).ok())
-        else {
-            return fresh();
-        };
-        let n = prior.original.len();
-        let continues = items.len() >= n
-            && items[..n]
-                .iter()
-                .zip(&prior.original)
-                .all(|(a, b)| a.get() == b);
-        if !continues {
-            return fresh();
-        }
-        // The client's request keeps the rules on its own, as check mode judges it.
-        let Ok(client) = Loaded::read(text, route.format(), &ByteEstimate) else {
-            return fresh();
-        };
-        if client
-            .check(None, false)
-            .is_ok_and(|c| !c.violations.is_empty())
-        {
-            return fresh();
-        }
-        let forwarded: Vec<String> = prior
-            .forwarded
-            .iter()
-            .cloned()
-            .chain(items[n..].iter().map(|r| r.get().to_owned()))
-            .collect();
-        let original: Vec<String> = items.iter().map(|r| r.get().to_owned()).collect();
-        let continued = top.write_with(key, &format!("[{}]", forwarded.join(",")));
-        let Ok(loaded) = Loaded::read(&continued, route.format(), &ByteEstimate) else {
-            return fresh();
-        };
-        if loaded
-            .check(None, false)
-            .is_ok_and(|c| !c.violations.is_empty())
-        {
-            return fresh();
-        }
-        let tokens_before = client.live_tokens();
-        let after = loaded.live_tokens();
-        let continued_as_is = |deferred: Option<String>, forwarded: Vec<String>| {
-            (
-                Decision::Continued {
-                    body: Bytes::from(continued.clone()),
-                    tokens_before,
-                    tokens_after: after,
-                    deferred,
-                },
-                Some(Remembered {
-                    original: original.clone(),
-                    forwarded,
-                }),
-            )
-        };
-        if after <= c.budget {
-            return continued_as_is(None, forwarded);
-        }
-        match compact(c, route, &continued, &loaded) {
-            Decision::Compacted {
-                body: out,
-                tokens_after,
-                ..
-            } => match history_of(route, &out) {
-                Some(again) => (
-                    Decision::Compacted {
-                        body: out,
-                        tokens_before,
-                        tokens_after,
-                    },
-                    Some(Remembered {
-                        original,
-                        forwarded: again,
-                    }),
-                ),
-                None => continued_as_is(
-                    Some("the compaction's history does not parse".to_owned()),
-                    forwarded,
-                ),
-            },
-            Decision::Deferred { reason } => continued_as_is(Some(reason), forwarded),
-            _ => continued_as_is(None, forwarded),
+                let (decision, session) = self.scratch(route, body, Some(request), Some(&prior));
+                (decision, session, false)
+            }
+            (request, prior) => {
+                let (decision, session) = self.scratch(route, body, request, prior.as_ref());
+                (decision, session, false)
+            }
         }
     }
 }
 
 /// The history elements of a request body of `route`, as their bytes; `None` when
 /// it is not an object holding one. **O(len)**.
-fn history_of(route: Route, body: &[u8]) -> Option<Vec<String>> {
+pub(crate) fn history_of(route: Route, body: &[u8]) -> Option<Vec<String>> {
     let text = std::str::from_utf8(body).ok()?;
     let top: Members<'_> = serde_json::from_str(text).ok()?;
     let items: Vec<&RawValue> = serde_json::from_str(top.get(history_key(route))?.get()).ok()?;
@@ -430,12 +434,20 @@ fn repaired(route: Route, text: &str, loaded: &Loaded<'_>, violations: &[Finding
 
 /// Compact mode on a request that keeps the rules: within the budget it goes as it
 /// came; over it, the pipeline's output goes when it meets the budget and passes the
-/// checks, else the request as it came. **O(len)** plus the pipeline.
-fn compact(c: &Compaction, route: Route, text: &str, loaded: &Loaded<'_>) -> Decision {
+/// checks, else the request as it came. With a compaction, the reading of its
+/// output. **O(len)** plus the pipeline.
+pub(crate) fn compact(
+    c: &Compaction,
+    route: Route,
+    text: &str,
+    loaded: &Loaded<'_>,
+) -> (Decision, Option<Transcript>) {
     let before = loaded.live_tokens();
     if before <= c.budget {
-        return Decision::Forward;
+        return (Decision::Forward, None);
     }
+    let deferred =
+        |cause: DeferCause, reason: String| (Decision::Deferred(Deferral { cause, reason }), None);
     let done = match loaded.run(
         &c.pipeline,
         0,
@@ -445,21 +457,21 @@ fn compact(c: &Compaction, route: Route, text: &str, loaded: &Loaded<'_>) -> Dec
     ) {
         Ok(done) => done,
         Err(e @ EditError::ThinkingBound { .. }) => {
-            return Decision::Deferred {
-                reason: e.to_string(),
-            };
+            return deferred(DeferCause::ThinkingBound, e.to_string());
         }
         Err(e) => {
-            return Decision::Deferred {
-                reason: format!("the pipeline failed: {e}"),
-            };
+            return deferred(
+                DeferCause::PipelineFailed,
+                format!("the pipeline failed: {e}"),
+            );
         }
     };
     if !done.report.met_budget() || done.text == text {
         let mut why: Vec<String> = done.report.blocked().map(|b| b.to_string()).collect();
         why.dedup();
-        return Decision::Deferred {
-            reason: format!(
+        return deferred(
+            DeferCause::BudgetNotMet,
+            format!(
                 "{} tokens left over the budget of {}{}",
                 done.report.tokens_after,
                 c.budget,
@@ -468,16 +480,17 @@ fn compact(c: &Compaction, route: Route, text: &str, loaded: &Loaded<'_>) -> Dec
                     false => format!(" ({})", why.join("; ")),
                 }
             ),
-        };
+        );
     }
     // Never forward a rewrite the provider would refuse: read it back and check it on
     // its own and as a rewrite of the request.
     let back = match Loaded::read(&done.text, route.format(), &ByteEstimate) {
         Ok(back) => back,
         Err(e) => {
-            return Decision::Deferred {
-                reason: format!("the rewrite does not read back: {e}"),
-            };
+            return deferred(
+                DeferCause::RewriteUnreadable,
+                format!("the rewrite does not read back: {e}"),
+            );
         }
     };
     let mut findings = Vec::new();
@@ -487,13 +500,19 @@ fn compact(c: &Compaction, route: Route, text: &str, loaded: &Loaded<'_>) -> Dec
         }
     }
     if let Some(first) = findings.first() {
-        return Decision::Deferred {
-            reason: format!("the rewrite breaks {}: {}", first.rule, first.text),
-        };
+        return deferred(
+            DeferCause::RewriteBreaksRule,
+            format!("the rewrite breaks {}: {}", first.rule, first.text),
+        );
     }
-    Decision::Compacted {
-        tokens_after: back.live_tokens(),
-        body: Bytes::from(done.text),
-        tokens_before: before,
-    }
+    let tokens_after = back.live_tokens();
+    let reading = transcript(back);
+    (
+        Decision::Compacted {
+            tokens_after,
+            body: Bytes::from(done.text),
+            tokens_before: before,
+        },
+        reading,
+    )
 }

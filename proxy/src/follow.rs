@@ -4,13 +4,20 @@
 //! calls it asks the agent to run) and names a stream that does not decode (the event
 //! and byte); the agent gets the provider's bytes either way, as the direct path
 //! would give them: the proxy reports a broken answer, it does not alter one.
+//!
+//! The decoded records go into a library [`Tracker`] as they arrive; at the end of
+//! an answer to a request of a session, the calls still pending in it (what the
+//! provider asked the agent to run) feed the session ([`Sessions::feed`]), so that
+//! the session's next request can be held against what the provider said.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cutpoint::format::live::{Content, Decoder, Detail, StreamFormat};
+use cutpoint::Tracker;
+use cutpoint::format::live::{Content, Decoder, Detail, Feed, StreamFormat};
 
 use crate::Route;
 use crate::metrics::{Count, Metrics};
+use crate::session::{Followed, SessionKey, Sessions};
 
 /// The decoder of one answer, and what it has seen.
 pub(crate) struct Follow {
@@ -20,11 +27,20 @@ pub(crate) struct Follow {
     metrics: Arc<Metrics>,
     /// Calls the answer asked the agent to run.
     calls: u64,
+    /// The answer's records; `None` once it refused one (the answer still decodes
+    /// and is counted, but feeds no session).
+    tracker: Option<Tracker>,
+    /// The session the answer feeds, if its request had one.
+    session: Option<(Arc<Mutex<Sessions>>, SessionKey)>,
 }
 
 impl Follow {
     /// A decoder for an answer of `route`. **O(1)**.
-    pub(crate) fn new(route: Route, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(
+        route: Route,
+        metrics: Arc<Metrics>,
+        session: Option<(Arc<Mutex<Sessions>>, SessionKey)>,
+    ) -> Self {
         let format = match route {
             Route::AnthropicMessages => StreamFormat::AnthropicSse,
             Route::OpenAiChat => StreamFormat::OpenAiChatStream,
@@ -35,6 +51,8 @@ impl Follow {
             decoder: Some(Decoder::new(format)),
             metrics,
             calls: 0,
+            tracker: Some(Tracker::new()),
+            session,
         }
     }
 
@@ -57,6 +75,11 @@ impl Follow {
                 Ok(Some(item)) => {
                     if let Detail::Opened(Content::Call { server: false, .. }) = item.detail {
                         self.calls += 1;
+                    }
+                    if let Some(t) = &mut self.tracker {
+                        if t.feed(&item).is_err() {
+                            self.tracker = None;
+                        }
                     }
                 }
                 Ok(None) => return,
@@ -83,8 +106,18 @@ impl Drop for Follow {
             d.finish();
             self.drain();
         }
-        if self.decoder.is_some() {
-            self.metrics.count(Count::AnswerFollowed(self.calls));
+        if self.decoder.is_none() {
+            return;
+        }
+        self.metrics.count(Count::AnswerFollowed(self.calls));
+        if let (Some(tracker), Some((sessions, key))) = (&self.tracker, &self.session) {
+            let calls = tracker
+                .pending_calls()
+                .into_iter()
+                .map(|p| p.id.clone())
+                .collect();
+            let mut table = sessions.lock().unwrap_or_else(|p| p.into_inner());
+            table.feed(*key, Followed { calls });
         }
     }
 }
@@ -124,7 +157,7 @@ mod tests {
                 }
                 _ => bytes.truncate(next(bytes.len() as u64) as usize),
             }
-            let mut f = Follow::new(route, Arc::clone(&metrics));
+            let mut f = Follow::new(route, Arc::clone(&metrics), None);
             let mut at = 0;
             while at < bytes.len() {
                 let to = (at + 1 + next(64) as usize).min(bytes.len());
@@ -140,7 +173,7 @@ mod tests {
         // The real stream whole: one answer, its one call.
         let m = Arc::new(Metrics::default());
         drop({
-            let mut f = Follow::new(Route::AnthropicMessages, Arc::clone(&m));
+            let mut f = Follow::new(Route::AnthropicMessages, Arc::clone(&m), None);
             f.push(real);
             f
         });

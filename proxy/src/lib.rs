@@ -14,6 +14,11 @@
 //! ```
 //!
 //! - [`Mode::decide`] is the sans-IO core: bytes in, a [`Decision`] out.
+//! - [`Mode::decide_in`] decides a conversation's next request on its [`Session`]
+//!   (what the proxy read of the last one): only the new history elements are read,
+//!   and the decision is the one [`Mode::decide_in_from_scratch`] makes reading the
+//!   request whole. The [`Sessions`] table bounds them; a followed answer feeds its
+//!   session ([`Followed`]).
 //! - [`Proxy::handle`] is the mountable handler: a `Request` in, a `Response` out,
 //!   for any body type, so a Rust service can route to it from its own router.
 //! - [`serve`] runs it on a listener with graceful shutdown (streams in flight finish).
@@ -49,16 +54,20 @@ mod body;
 pub mod cli;
 mod decide;
 mod follow;
+mod histogram;
 mod metrics;
 mod refusal;
 mod repair;
 mod route;
+mod scratch;
 mod session;
 mod upstream;
+mod warm;
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -68,14 +77,15 @@ use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Body;
 use tokio::net::TcpListener;
 
-pub use decide::{Compaction, Decision, Mode, NoBudget};
+pub use decide::{Compaction, Decision, DeferCause, Deferral, Mode, NoBudget};
+pub use histogram::Histogram;
 pub use metrics::Metrics;
 pub use refusal::Refusal;
 pub use route::Route;
-pub use session::{Kept, Remembered, SessionKey, Sessions};
+pub use session::{Followed, Kept, Session, SessionKey, Sessions};
 pub use upstream::UpstreamError;
 
-use metrics::Count;
+use metrics::{Count, Took};
 
 /// The error type of the bodies the proxy sends and forwards.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -90,10 +100,18 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 32 << 20;
 /// The default cap on sessions remembered (compact mode): 256.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
-/// The default cap on one session's remembered history: 8 MiB (the client's history
-/// and the one forwarded instead, together). With [`DEFAULT_MAX_SESSIONS`], at most
-/// 2 GiB in all.
+/// The default cap on one session's remembered history: 8 MiB by its estimate
+/// ([`Session::bytes`]: the client's history and the one forwarded instead, with
+/// their readings). With [`DEFAULT_MAX_SESSIONS`], at most 2 GiB in all.
 pub const DEFAULT_MAX_SESSION_BYTES: usize = 8 << 20;
+
+/// The default time the upstream has to accept a connection: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default time the upstream has to start its response (status and headers)
+/// once the request is sent: 10 minutes, the Anthropic and OpenAI SDKs' own request
+/// timeout (a request that does not stream is answered only when the model is done).
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The request header naming a session ([`Sessions`]); without it, a session is
 /// keyed by a hash of the conversation's start.
@@ -111,12 +129,20 @@ pub struct Config {
     /// The largest request body of a provider route the proxy reads; a larger one is
     /// answered 413 and not forwarded.
     pub max_body_bytes: usize,
-    /// Compact mode: the most sessions remembered ([`Sessions`]), the least recently
-    /// used evicted first; 0 remembers none (each request compacted from scratch).
+    /// The most sessions remembered ([`Sessions`]; in every mode: a session's next
+    /// request is read only where it is new), the least recently used evicted
+    /// first; 0 remembers none (each request read whole, as [`Mode::decide`] does).
     pub max_sessions: usize,
-    /// Compact mode: the most bytes one session remembers; a larger one is not
-    /// remembered.
+    /// The most bytes one session remembers, by its estimate ([`Session::bytes`]);
+    /// a larger one is not remembered.
     pub max_session_bytes: usize,
+    /// How long the upstream has to accept a connection (`None`: no limit); past it,
+    /// the request is answered 504 in the provider's shape.
+    pub connect_timeout: Option<Duration>,
+    /// How long the upstream has to start its response (status and headers) once
+    /// the request is sent (`None`: no limit); past it, 504. A streamed body is never
+    /// timed: once it starts, it flows as long as the upstream sends.
+    pub first_byte_timeout: Option<Duration>,
 }
 
 impl Config {
@@ -128,6 +154,8 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            first_byte_timeout: Some(DEFAULT_FIRST_BYTE_TIMEOUT),
         }
     }
 }
@@ -155,7 +183,13 @@ impl Proxy {
     /// set up.
     pub fn new(config: Config) -> Result<Self, UpstreamError> {
         Ok(Proxy {
-            upstream: upstream::Upstream::new(&config.upstream)?,
+            upstream: upstream::Upstream::new(
+                &config.upstream,
+                upstream::Timeouts {
+                    connect: config.connect_timeout,
+                    first_byte: config.first_byte_timeout,
+                },
+            )?,
             mode: Arc::new(config.mode.clone()),
             sessions: Arc::new(Mutex::new(Sessions::new(
                 config.max_sessions,
@@ -174,6 +208,35 @@ impl Proxy {
     /// Its configuration. **O(1)**.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// [`Metrics::render`], and the session table's gauges: sessions held, the
+    /// estimate of their bytes ([`Session::bytes`]), and sessions evicted so far.
+    /// What `/metrics` answers. **O(reasons + buckets)**.
+    pub fn render_metrics(&self) -> String {
+        use std::fmt::Write;
+        let mut out = self.metrics.render();
+        let (held, bytes, evicted) = self.sessions();
+        for (name, kind, help, value) in [
+            ("sessions", "gauge", "Sessions held.", held as u64),
+            (
+                "session_bytes",
+                "gauge",
+                "An estimate of the bytes the sessions held hold (their history elements and readings).",
+                bytes as u64,
+            ),
+            (
+                "sessions_evicted_total",
+                "counter",
+                "Sessions evicted, least recently used first, to stay within --max-sessions.",
+                evicted,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP cutpoint_proxy_{name} {help}");
+            let _ = writeln!(out, "# TYPE cutpoint_proxy_{name} {kind}");
+            let _ = writeln!(out, "cutpoint_proxy_{name} {value}");
+        }
+        out
     }
 
     /// Sessions remembered now, their bytes, and sessions evicted so far. **O(1)**
@@ -200,8 +263,9 @@ impl Proxy {
         B::Error: Into<BoxError>,
     {
         if serve_metrics && request.uri().path() == "/metrics" {
-            return plain(StatusCode::OK, self.metrics.render());
+            return plain(StatusCode::OK, self.render_metrics());
         }
+        let arrived = Instant::now();
         self.metrics.count(Count::Request);
         let route = Route::of(request.method(), request.uri().path());
         if request.headers().contains_key(header::UPGRADE) {
@@ -237,28 +301,35 @@ impl Proxy {
         // more: off the async workers, so that the streams they carry never wait on
         // it. A panic there (a bug) refuses the request; it is never forwarded.
         let (mode, body) = (Arc::clone(&self.mode), bytes.clone());
-        let sessions = Arc::clone(&self.sessions);
+        // Sessions off: nothing to build or keep.
+        let sessions = (self.config.max_sessions > 0).then(|| Arc::clone(&self.sessions));
         let named = parts
             .headers
             .get(SESSION_HEADER)
             .map(|v| v.as_bytes().to_vec());
-        let decision = tokio::task::spawn_blocking(move || decide_in_session(&mode, &sessions, route, &body, named.as_deref()))
+        let metrics = Arc::clone(&self.metrics);
+        let (decision, session) = tokio::task::spawn_blocking(move || decide_in_session(&mode, sessions.as_deref(), &metrics, route, &body, named.as_deref()))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(route = route.name(), error = %e, "the decision failed");
-                Decision::Refuse(Refusal {
+                (Decision::Refuse(Refusal {
                     status: StatusCode::INTERNAL_SERVER_ERROR,
                     reason: "internal-error",
                     message: "cutpoint proxy: the request could not be checked (an internal error); it was not forwarded".to_owned(),
-                })
+                }), None)
             });
+        let read = Some(Read {
+            route,
+            arrived,
+            session,
+        });
         match decision {
             Decision::Refuse(refusal) => self.refuse(route, refusal),
-            Decision::Forward => self.forward(parts, full(bytes), Some(route)).await,
-            Decision::Deferred { reason } => {
-                self.metrics.count(Count::Deferral);
-                tracing::warn!(route = route.name(), %reason, "over the budget, forwarded as it came");
-                self.forward(parts, full(bytes), Some(route)).await
+            Decision::Forward => self.forward(parts, full(bytes), read).await,
+            Decision::Deferred(deferral) => {
+                self.metrics.count(Count::Deferral(deferral.cause));
+                tracing::warn!(route = route.name(), cause = deferral.cause.name(), reason = %deferral.reason, "over the budget, forwarded as it came");
+                self.forward(parts, full(bytes), read).await
             }
             Decision::Repaired {
                 body,
@@ -267,7 +338,7 @@ impl Proxy {
             } => {
                 self.metrics.count(Count::Repair);
                 tracing::info!(route = route.name(), ?answered, ?dropped, "repaired");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
             Decision::Continued {
                 body,
@@ -276,12 +347,12 @@ impl Proxy {
                 deferred,
             } => {
                 self.metrics.count(Count::Continued);
-                if let Some(reason) = &deferred {
-                    self.metrics.count(Count::Deferral);
-                    tracing::warn!(route = route.name(), %reason, "over the budget, the session continued as it was");
+                if let Some(deferral) = &deferred {
+                    self.metrics.count(Count::Deferral(deferral.cause));
+                    tracing::warn!(route = route.name(), cause = deferral.cause.name(), reason = %deferral.reason, "over the budget, the session continued as it was");
                 }
                 self.shrunk(route, tokens_before, tokens_after, "session continued");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
             Decision::Compacted {
                 body,
@@ -289,7 +360,7 @@ impl Proxy {
                 tokens_after,
             } => {
                 self.shrunk(route, tokens_before, tokens_after, "compacted");
-                self.forward(parts, full(body), Some(route)).await
+                self.forward(parts, full(body), read).await
             }
         }
     }
@@ -374,52 +445,99 @@ impl Proxy {
     }
 
     /// Sends the request upstream and streams the answer back; a failure to reach it
-    /// is a 502 in `route`'s shape (OpenAI's for a path passed through).
+    /// is a 502 in the read route's shape (OpenAI's for a path passed through). For a
+    /// request the proxy read (`read`), the time it added and the time to the
+    /// answer's first byte are measured, and a successful streamed answer followed.
     async fn forward(
         &self,
         parts: http::request::Parts,
         body: ProxyBody,
-        route: Option<Route>,
+        read: Option<Read>,
     ) -> Response<ProxyBody> {
         self.metrics.count(Count::Forwarded);
-        match self.upstream.send(parts, body, route.is_some()).await {
-            Ok(response) => match route {
-                Some(route) if is_stream(&response) => {
-                    // A copy of each chunk through the route's live decoder; the
-                    // chunk itself goes on unchanged.
+        if let Some(read) = &read {
+            self.metrics.time(Took::Added, read.arrived.elapsed());
+        }
+        let route = read.as_ref().map(|r| r.route);
+        match self.upstream.send(parts, body, read.is_some()).await {
+            Ok(response) => match read {
+                Some(read) => {
+                    // A copy of each chunk through the route's live decoder when it
+                    // is a stream; the chunk itself goes on unchanged.
+                    let mut follow = is_stream(&response).then(|| {
+                        let session = read.session.map(|k| (Arc::clone(&self.sessions), k));
+                        follow::Follow::new(read.route, Arc::clone(&self.metrics), session)
+                    });
                     let (parts, body) = response.into_parts();
-                    let mut follow = follow::Follow::new(route, Arc::clone(&self.metrics));
+                    let metrics = Arc::clone(&self.metrics);
+                    let mut first = Some(read.arrived);
                     let body = body
                         .map_frame(move |frame| {
                             if let Some(data) = frame.data_ref() {
-                                follow.push(data);
+                                if let Some(arrived) = first.take() {
+                                    metrics.time(Took::FirstByte, arrived.elapsed());
+                                }
+                                if let Some(f) = &mut follow {
+                                    f.push(data);
+                                }
                             }
                             frame
                         })
                         .boxed_unsync();
                     Response::from_parts(parts, body)
                 }
-                _ => response,
+                None => response,
             },
             Err(e) => {
-                self.metrics.count(Count::UpstreamError);
-                tracing::warn!(error = %e, "upstream unreachable");
+                let (status, reason, message) = match &e {
+                    upstream::SendError::Timeout { .. } => {
+                        self.metrics.count(Count::UpstreamTimeout);
+                        tracing::warn!(error = %e, "upstream timed out");
+                        (
+                            StatusCode::GATEWAY_TIMEOUT,
+                            "upstream-timeout",
+                            format!("cutpoint proxy: the upstream timed out: {e}"),
+                        )
+                    }
+                    upstream::SendError::Failed(_) => {
+                        self.metrics.count(Count::UpstreamError);
+                        tracing::warn!(error = %e, "upstream unreachable");
+                        (
+                            StatusCode::BAD_GATEWAY,
+                            "upstream-unreachable",
+                            format!("cutpoint proxy: the upstream could not be reached: {e}"),
+                        )
+                    }
+                };
                 let refusal = Refusal {
-                    status: StatusCode::BAD_GATEWAY,
-                    reason: "upstream-unreachable",
-                    message: format!("cutpoint proxy: the upstream could not be reached: {e}"),
+                    status,
+                    reason,
+                    message,
                 };
                 let mut response =
                     Response::new(full(refusal.body(route.unwrap_or(Route::OpenAiChat))));
-                *response.status_mut() = StatusCode::BAD_GATEWAY;
-                response.headers_mut().insert(
+                *response.status_mut() = status;
+                let headers = response.headers_mut();
+                headers.insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),
                 );
+                if let Ok(reason) = HeaderValue::from_str(reason) {
+                    headers.insert(HeaderName::from_static("x-cutpoint-upstream"), reason);
+                }
                 response
             }
         }
     }
+}
+
+/// A request of a provider route the proxy read, as it goes upstream.
+struct Read {
+    route: Route,
+    /// When it arrived.
+    arrived: Instant,
+    /// The session it was remembered in, which its followed answer feeds.
+    session: Option<SessionKey>,
 }
 
 /// Whether `response` is a successful event stream (an answer the live decoders
@@ -451,54 +569,62 @@ fn plain(status: StatusCode, text: String) -> Response<ProxyBody> {
     response
 }
 
-/// [`Mode::decide_in`] with the session table: the session keyed by `named` (the
-/// [`SESSION_HEADER`]) or by the conversation's start, looked up, decided on, and
-/// remembered or forgotten after. The table's lock is held only to look up and to
-/// store, never while deciding. **O(len)** plus the decision.
+/// [`Mode::decide_in`] with the session table (`None`: sessions off, every request
+/// decided as [`Mode::decide`] decides it): the session keyed by `named` (the
+/// [`SESSION_HEADER`]) or by the conversation's start, taken out of the table,
+/// decided with, and the next one remembered (or none, forgotten) after; returns
+/// the decision and the key of the session remembered, for its answer to feed. A
+/// request decided incrementally is held against the session's followed answer:
+/// the calls it asked for that the new messages carry, and those they do not, are
+/// counted. The table's lock is held only to take, store and feed, never while
+/// deciding; what it evicts is dropped after the lock. **O(len)** to parse, plus
+/// the decision.
 fn decide_in_session(
     mode: &Mode,
-    sessions: &Mutex<Sessions>,
+    sessions: Option<&Mutex<Sessions>>,
+    metrics: &Metrics,
     route: Route,
     body: &[u8],
     named: Option<&[u8]>,
-) -> Decision {
-    if !matches!(mode, Mode::Compact(_)) {
-        return mode.decide(route, body);
-    }
-    let Some(key) = session_key(route, body, named) else {
-        return mode.decide(route, body);
+) -> (Decision, Option<SessionKey>) {
+    let start = Instant::now();
+    let Some(sessions) = sessions else {
+        let decision = mode.decide(route, body);
+        metrics.time(Took::Decide { incremental: false }, start.elapsed());
+        return (decision, None);
+    };
+    let request = warm::Request::parse(route, body);
+    let key = match (named, &request) {
+        (Some(name), _) => Some(warm::named_key(route, name)),
+        (None, Some(r)) => Some(r.key(route)),
+        (None, None) => None,
+    };
+    let Some(key) = key else {
+        let decision = mode.decide(route, body);
+        metrics.time(Took::Decide { incremental: false }, start.elapsed());
+        return (decision, None);
     };
     let lock = || sessions.lock().unwrap_or_else(|p| p.into_inner());
-    let prior = lock().get(key);
-    let (decision, remembered) = mode.decide_in(route, body, prior.as_deref());
-    match remembered {
-        Some(r) => {
-            lock().remember(key, r);
+    let mut prior = lock().take(key);
+    // What the provider answered the session's last request, held against what the
+    // client sends back once the decision is made (it never changes the decision).
+    let answer = prior
+        .as_mut()
+        .and_then(|p| Some((p.client().len(), p.answer.take()?)));
+    let (decision, session, incremental) = mode.decide_parsed(route, body, request.as_ref(), prior);
+    metrics.time(Took::Decide { incremental }, start.elapsed());
+    if incremental {
+        metrics.count(Count::Incremental);
+        if let (Some((from, answer)), Some(s)) = (&answer, &session) {
+            let (carried, missing) = s.carried(*from, answer);
+            metrics.count(Count::AnswerCallsCarried { carried, missing });
         }
-        None => lock().forget(key),
     }
-    decision
-}
-
-/// A session's key: the route and the named session, or the route and the
-/// conversation's start (its first history element, and `system` or `instructions`).
-/// `None` when the body is not an object with a history. **O(len)**.
-fn session_key(route: Route, body: &[u8], named: Option<&[u8]>) -> Option<SessionKey> {
-    let tag = route.name().as_bytes();
-    if let Some(name) = named {
-        return Some(SessionKey::of([tag, b"header".as_slice(), name]));
-    }
-    let text = std::str::from_utf8(body).ok()?;
-    let top: body::Members<'_> = serde_json::from_str(text).ok()?;
-    let history = top.get(body::history_key(route))?;
-    let first: Vec<&serde_json::value::RawValue> = serde_json::from_str(history.get()).ok()?;
-    let system = top.get("system").or_else(|| top.get("instructions"));
-    Some(SessionKey::of([
-        tag,
-        b"start".as_slice(),
-        first.first().map_or(b"".as_slice(), |r| r.get().as_bytes()),
-        system.map_or(b"".as_slice(), |r| r.get().as_bytes()),
-    ]))
+    let (kept, _dropped) = match session {
+        Some(s) => lock().remember(key, s),
+        None => (Kept::Off, lock().forget(key).into_iter().collect()),
+    };
+    (decision, (kept == Kept::Yes).then_some(key))
 }
 
 /// Serves `proxy` on `listener` over HTTP/1.1, with `/metrics`, until `shutdown`

@@ -230,4 +230,17 @@ async fn metrics_count_requests_refusals_and_forwards() {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }
     assert_eq!(upstream.received().len(), 1, "/metrics is the proxy's own");
+    // The latency histograms: the forwarded request's added time and time to its
+    // answer's first byte, and both decisions' own time (each read whole: two
+    // conversations).
+    for line in [
+        "# TYPE cutpoint_proxy_added_seconds histogram\n",
+        "cutpoint_proxy_added_seconds_bucket{le=\"+Inf\"} 1\n",
+        "cutpoint_proxy_added_seconds_count 1\n",
+        "cutpoint_proxy_first_byte_seconds_count 1\n",
+        "cutpoint_proxy_decide_seconds_count{path=\"whole\"} 2\n",
+        "cutpoint_proxy_decide_seconds_count{path=\"incremental\"} 0\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
 }

@@ -287,12 +287,22 @@ async fn a_budget_no_legal_rewrite_meets_is_deferred_and_the_request_goes_as_it_
     let body = tau_bench_request();
     let (sent, proxy) = through("/v1/chat/completions", &body, 10).await;
     assert_eq!(sent.body, body.as_bytes());
+    let text = proxy.proxy.metrics().render();
     assert!(
+        text.contains("cutpoint_proxy_deferrals_total 1\n"),
+        "{text}"
+    );
+    // Counted by cause: the floors keep what is left over the budget.
+    assert!(
+        text.contains("cutpoint_proxy_deferred_total{cause=\"budget-not-met\"} 1\n"),
+        "{text}"
+    );
+    assert_eq!(
         proxy
             .proxy
             .metrics()
-            .render()
-            .contains("cutpoint_proxy_deferrals_total 1\n")
+            .deferrals(cutpoint_proxy::DeferCause::BudgetNotMet),
+        1
     );
 }
 

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use cutpoint::compact::pipeline::Settings;
 use cutpoint::format::{ByteEstimate, check_rules};
-use cutpoint_proxy::{Compaction, Decision, Mode, Remembered, Route};
+use cutpoint_proxy::{Compaction, Decision, Mode, Route, Session};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
@@ -103,14 +103,67 @@ fn compact_mode() -> Mode {
 /// The property of one decision on `bytes` for `route`.
 fn judge(mode: &Mode, route: Route, bytes: &[u8]) -> Result<(), TestCaseError> {
     judge_decision(route, bytes, mode.decide(route, bytes))?;
-    // And as the next request of a session the proxy compacted: the remembered
-    // client history the first element of a valid body, forwarded as a summary.
-    let prior = Remembered::new(
-        vec![r#"{"role":"user","content":"What is the weather in Paris?"}"#.to_owned()],
-        vec![r#"{"role":"user","content":"Earlier conversation, compacted."}"#.to_owned()],
-    );
-    let (decision, _) = mode.decide_in(route, bytes, Some(&prior));
-    judge_decision(route, bytes, decision)
+    // And as the next request of a session: one whose history is the body's first
+    // elements (so that the body continues it), or a fixed one, each as forwarded
+    // as it came and as compacted into a summary. Incrementally and from scratch,
+    // one decision, and the same session after it.
+    for prior in priors(route, bytes) {
+        let (decision, session) = mode.decide_in(route, bytes, Some(prior.clone()));
+        let (scratch, scratch_session) = mode.decide_in_from_scratch(route, bytes, Some(&prior));
+        prop_assert_eq!(&decision, &scratch);
+        prop_assert_eq!(
+            session
+                .as_ref()
+                .map(|s| (s.client().to_vec(), s.forwarded().map(<[_]>::to_vec))),
+            scratch_session
+                .as_ref()
+                .map(|s| (s.client().to_vec(), s.forwarded().map(<[_]>::to_vec)))
+        );
+        if let Some(s) = &session {
+            s.assert_invariants();
+        }
+        judge_decision(route, bytes, decision)?;
+    }
+    Ok(())
+}
+
+/// Sessions `bytes` may be the next request of: its own first half of history
+/// elements (when it has a history), and a fixed one-message history; each as
+/// forwarded as it came and as compacted into a summary.
+fn priors(route: Route, bytes: &[u8]) -> Vec<Session> {
+    let key = match route {
+        Route::OpenAiResponses => "input",
+        _ => "messages",
+    };
+    let doc = |elements: &[&str]| format!(r#"{{"model":"m","{key}":[{}]}}"#, elements.join(","));
+    let summary = match route {
+        Route::OpenAiResponses => {
+            r#"{"type":"message","role":"user","content":"Earlier conversation, compacted."}"#
+        }
+        _ => r#"{"role":"user","content":"Earlier conversation, compacted."}"#,
+    };
+    let mut histories = vec![vec![
+        r#"{"role":"user","content":"What is the weather in Paris?"}"#.to_owned(),
+    ]];
+    let own: Option<Vec<String>> = serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .and_then(|v| v.get(key).and_then(|h| h.as_array()).cloned())
+        .map(|h| h[..h.len() / 2].iter().map(Value::to_string).collect());
+    // Not the body's bytes (serde_json writes them anew), so only a body written by
+    // serde_json itself continues it: the generated ones.
+    histories.extend(own);
+    let mut out = Vec::new();
+    for h in histories {
+        let h: Vec<&str> = h.iter().map(String::as_str).collect();
+        let client = doc(&h);
+        out.extend(Session::read(route, client.as_bytes(), None));
+        out.extend(Session::read(
+            route,
+            client.as_bytes(),
+            Some(doc(&[summary]).as_bytes()),
+        ));
+    }
+    out
 }
 
 /// The property of `decision` on `bytes` for `route`.

@@ -2,10 +2,15 @@
 //! requests, and 8 broken requests among them), loopback only: every answer arrives
 //! whole and is the one the stand-in sent for that very request, every request
 //! reaches the stand-in byte for byte and exactly once, every broken one is refused
-//! and never forwarded, and `/metrics` agrees with the counts. No timing assertion.
+//! and never forwarded, and `/metrics` agrees with the counts. Each request is also
+//! sent to a second stand-in directly, in the same run, and the round trips and
+//! times to first byte of both paths are reported (p50, p99), with the proxy's own
+//! histograms. No timing assertion: the times are
+//! printed (`-- --nocapture`), never judged. The process's memory under many
+//! sessions is `memory.rs`.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -24,10 +29,10 @@ const BROKEN: u64 = 8;
 
 /// Guards a wait that a broken proxy would never end (no timing assertion: the
 /// whole test takes a second or two).
-const HANG: Duration = Duration::from_secs(120);
+pub(crate) const HANG: Duration = Duration::from_secs(120);
 
 /// What every request carries, followed by its id; the stand-in echoes the id.
-const MARK: &str = "cutpoint-load-";
+pub(crate) const MARK: &str = "cutpoint-load-";
 
 /// The id a body carries after [`MARK`]. **O(len)**.
 fn id_of(body: &[u8]) -> Option<u64> {
@@ -52,7 +57,7 @@ struct Sent {
 }
 
 /// Filler of `n` bytes, different per id, for bodies of different sizes.
-fn pad(id: u64, n: usize) -> String {
+pub(crate) fn pad(id: u64, n: usize) -> String {
     let word = format!("line {id} of a tool's output; ");
     word.repeat(n / word.len() + 1)[..n].to_owned()
 }
@@ -186,7 +191,7 @@ fn broken(id: u64) -> Sent {
 /// The answer the stand-in sends to request `id` on `path`: an SSE stream in
 /// several chunks, cut mid-event, when `streamed`; one JSON body otherwise. Unique
 /// per request, so an answer delivered to the wrong request is caught.
-fn reply(id: u64, path: &str, streamed: bool) -> Vec<Bytes> {
+pub(crate) fn reply(id: u64, path: &str, streamed: bool) -> Vec<Bytes> {
     if !streamed {
         return vec![Bytes::from(format!(
             r#"{{"id":"reply_{id}","path":"{path}","content":[{{"type":"text","text":"Answer to {MARK}{id}."}}]}}"#
@@ -243,25 +248,95 @@ fn respond(got: &Received) -> Response<Reply> {
         .unwrap()
 }
 
-/// Sends `sent` through the proxy with `client` and reads the answer whole.
+/// Sends `sent` to `base` (the proxy, or the stand-in directly) with `client` and
+/// reads the answer whole, timing it: to its first body byte, and to its end.
 async fn send(
     client: &hyper_util::client::legacy::Client<
         hyper_util::client::legacy::connect::HttpConnector,
         Full<Bytes>,
     >,
-    proxy: &str,
+    base: &str,
     sent: &Sent,
-) -> Answer {
-    let req = Request::post(format!("{proxy}{}", sent.path))
+) -> Timed {
+    let req = Request::post(format!("{base}{}", sent.path))
         .header("content-type", "application/json")
         .body(Full::new(sent.body.clone()))
         .unwrap();
+    let start = Instant::now();
     let response = client.request(req).await.expect("the proxy answers");
-    whole(response).await
+    let (parts, mut body) = response.into_parts();
+    let mut bytes = Vec::new();
+    let mut first_byte = None;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.expect("the body").into_data() {
+            first_byte.get_or_insert_with(|| start.elapsed());
+            bytes.extend_from_slice(&data);
+        }
+    }
+    let total = start.elapsed();
+    Timed {
+        answer: Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: Bytes::from(bytes),
+        },
+        first_byte: first_byte.unwrap_or(total),
+        total,
+    }
+}
+
+/// An answer and how long it took.
+struct Timed {
+    answer: Answer,
+    /// To its first body byte.
+    first_byte: Duration,
+    /// To its end.
+    total: Duration,
+}
+
+/// The times of one path: round trips of answers sent whole (at once), and times to
+/// first byte of streamed ones.
+#[derive(Default)]
+struct Times {
+    round_trip: Vec<Duration>,
+    first_byte: Vec<Duration>,
+}
+
+impl Times {
+    fn add(&mut self, streamed: bool, t: &Timed) {
+        match streamed {
+            true => self.first_byte.push(t.first_byte),
+            false => self.round_trip.push(t.total),
+        }
+    }
+}
+
+/// The nearest-rank `p` percentile of `times` (sorted here).
+fn percentile(times: &mut [Duration], p: f64) -> Duration {
+    times.sort_unstable();
+    let rank = ((p * times.len() as f64).ceil() as usize).clamp(1, times.len());
+    times[rank - 1]
+}
+
+/// A line of the report: p50 and p99 of both paths, and what the proxy added.
+fn report(what: &str, direct: &mut [Duration], proxy: &mut [Duration]) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let (d50, d99) = (percentile(direct, 0.5), percentile(direct, 0.99));
+    let (p50, p99) = (percentile(proxy, 0.5), percentile(proxy, 0.99));
+    eprintln!(
+        "load: {what} ({} each): direct p50 {:.0} us p99 {:.0} us; proxy p50 {:.0} us p99 {:.0} us; added p50 {:.0} us p99 {:.0} us",
+        direct.len(),
+        us(d50),
+        us(d99),
+        us(p50),
+        us(p99),
+        us(p50) - us(d50),
+        us(p99) - us(d99),
+    );
 }
 
 /// The value of the counter line `name` in a Prometheus text.
-fn counter(text: &str, name: &str) -> u64 {
+pub(crate) fn counter(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .unwrap_or_else(|| panic!("{name} not in\n{text}"))
@@ -272,20 +347,25 @@ fn counter(text: &str, name: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_sessions_at_once_get_their_own_answers_and_the_upstream_gets_every_request_once() {
     let upstream = StandIn::start(respond).await;
+    // The direct path: the same stand-in, its own instance, so that what each
+    // received is counted apart.
+    let direct = StandIn::start(respond).await;
+    let direct_base = format!("http://{}", direct.addr);
     let mut proxy = Running::start(upstream.config()).await;
     let base = proxy.url("");
     let sessions: Vec<_> = (0..SESSIONS)
         .map(|s| {
-            let base = base.clone();
+            let (base, direct_base) = (base.clone(), direct_base.clone());
             tokio::spawn(async move {
                 let client = client::<Full<Bytes>>();
                 let mut forwarded = Vec::new();
+                let (mut via_direct, mut via_proxy) = (Times::default(), Times::default());
                 for k in 0..PER_SESSION {
                     // The broken request comes mid-session, while the other
                     // sessions' requests are in flight.
                     if s < BROKEN && k == PER_SESSION / 2 {
                         let bad = broken(1_000_000 + s);
-                        let answer = send(&client, &base, &bad).await;
+                        let answer = send(&client, &base, &bad).await.answer;
                         assert_eq!(answer.status, 400, "{}", answer.text());
                         assert_eq!(
                             answer.headers["x-cutpoint-refused"],
@@ -294,7 +374,15 @@ async fn many_sessions_at_once_get_their_own_answers_and_the_upstream_gets_every
                         assert_eq!(answer.json()["type"], "error", "{}", answer.text());
                     }
                     let sent = request(s * 100 + k);
-                    let answer = send(&client, &base, &sent).await;
+                    // Both paths in turn, which first alternating.
+                    let (proxied, straight) = if k % 2 == 0 {
+                        let p = send(&client, &base, &sent).await;
+                        (p, send(&client, &direct_base, &sent).await)
+                    } else {
+                        let d = send(&client, &direct_base, &sent).await;
+                        (send(&client, &base, &sent).await, d)
+                    };
+                    let answer = &proxied.answer;
                     assert_eq!(answer.status, 200, "{}: {}", sent.id, answer.text());
                     let streamed = serde_json::from_slice::<serde_json::Value>(&sent.body).unwrap()
                         ["stream"]
@@ -306,19 +394,27 @@ async fn many_sessions_at_once_get_their_own_answers_and_the_upstream_gets_every
                         sent.id,
                         answer.text()
                     );
+                    assert_eq!(straight.answer.body, answer.body);
+                    via_proxy.add(streamed, &proxied);
+                    via_direct.add(streamed, &straight);
                     forwarded.push(sent);
                 }
-                forwarded
+                (forwarded, via_direct, via_proxy)
             })
         })
         .collect();
     let mut sent = Vec::new();
+    let (mut via_direct, mut via_proxy) = (Times::default(), Times::default());
     for session in sessions {
-        let done = tokio::time::timeout(HANG, session)
+        let (done, d, p) = tokio::time::timeout(HANG, session)
             .await
             .expect("every session ends")
             .expect("a session's checks passed");
         sent.extend(done);
+        via_direct.round_trip.extend(d.round_trip);
+        via_direct.first_byte.extend(d.first_byte);
+        via_proxy.round_trip.extend(p.round_trip);
+        via_proxy.first_byte.extend(p.first_byte);
     }
     let good = SESSIONS * PER_SESSION;
     assert_eq!(sent.len() as u64, good);
@@ -375,6 +471,33 @@ async fn many_sessions_at_once_get_their_own_answers_and_the_upstream_gets_every
         "no other refusal:\n{metrics}"
     );
     assert_eq!(proxy.proxy.metrics().forwarded(), good);
+    assert_eq!(direct.received().len() as u64, good);
+
+    // The times, reported, never judged.
+    report(
+        "round trip, answered whole at once",
+        &mut via_direct.round_trip,
+        &mut via_proxy.round_trip,
+    );
+    report(
+        "time to first byte, streamed",
+        &mut via_direct.first_byte,
+        &mut via_proxy.first_byte,
+    );
+    let m = proxy.proxy.metrics();
+    let bound = |h: &cutpoint_proxy::Histogram, q: f64| {
+        h.quantile(q).map_or("-".to_owned(), |d| {
+            format!("{:.0} us", d.as_secs_f64() * 1e6)
+        })
+    };
+    eprintln!(
+        "load: the proxy's /metrics (bucket bounds): added p50 <= {} p99 <= {}; decision read whole p50 <= {} p99 <= {}; incremental {}",
+        bound(m.added(), 0.5),
+        bound(m.added(), 0.99),
+        bound(m.decide(false), 0.5),
+        bound(m.decide(false), 0.99),
+        m.decide(true).count(),
+    );
     tokio::time::timeout(HANG, proxy.stopped())
         .await
         .expect("the proxy shuts down")

@@ -5,7 +5,10 @@
 mod check;
 mod compact;
 mod hostile;
+mod incremental;
 mod load;
+#[cfg(all(feature = "cli", target_os = "linux"))]
+mod memory;
 mod passthrough;
 mod repair;
 mod sessions;

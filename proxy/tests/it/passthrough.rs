@@ -275,6 +275,97 @@ async fn an_unreachable_upstream_is_a_502_in_the_provider_shape() {
     assert_eq!(answer.json()["type"], "error");
 }
 
+/// An upstream that accepts the connection and reads the request but never answers:
+/// past the first-byte timeout the agent gets a 504 in the provider's shape, and
+/// nothing waits longer. The streamed body itself is never timed (the stream tests
+/// above hold theirs back under the default timeout).
+#[tokio::test]
+async fn an_upstream_that_does_not_answer_in_time_is_a_504_in_the_provider_shape() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            open.push(stream);
+        }
+    });
+    let mut config = cutpoint_proxy::Config::new(format!("http://{addr}").parse().unwrap());
+    config.first_byte_timeout = Some(Duration::from_millis(200));
+    let proxy = Running::start(config).await;
+    for (path, body) in [
+        ("/v1/messages", ANTHROPIC_OK),
+        ("/v1/chat/completions", CHAT_OK),
+    ] {
+        let answer = tokio::time::timeout(HANG, post(&proxy, path, &[], body))
+            .await
+            .expect("answered, not hung");
+        assert_eq!(answer.status, 504, "{}", answer.text());
+        assert_eq!(answer.headers["x-cutpoint-upstream"], "upstream-timeout");
+        let v = answer.json();
+        let message = match path {
+            "/v1/messages" => {
+                assert_eq!(v["type"], "error");
+                v["error"]["message"].as_str().unwrap().to_owned()
+            }
+            _ => {
+                assert_eq!(v["error"]["code"], "upstream-timeout");
+                v["error"]["message"].as_str().unwrap().to_owned()
+            }
+        };
+        assert!(
+            message.contains("no response from the upstream within 200ms"),
+            "{message}"
+        );
+    }
+    let m = proxy.proxy.metrics();
+    assert_eq!(m.upstream_timeouts(), 2);
+    assert!(
+        m.render()
+            .contains("cutpoint_proxy_upstream_errors_total 0\n")
+    );
+    held.abort();
+}
+
+/// An upstream whose accept queue is full (a listener with a backlog of one that
+/// never accepts, two connections waiting in it): the kernel drops the proxy's SYN,
+/// and past the connect timeout the agent gets a 504. Loopback only.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_upstream_that_does_not_accept_in_time_is_a_504() {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let listener = socket.listen(1).unwrap();
+    // Fill its accept queue: connections complete until it is full, then hang.
+    let mut waiting = Vec::new();
+    while let Ok(Ok(stream)) = tokio::time::timeout(
+        Duration::from_millis(300),
+        tokio::net::TcpStream::connect(addr),
+    )
+    .await
+    {
+        waiting.push(stream);
+        assert!(waiting.len() < 64, "the accept queue never filled");
+    }
+    let mut config = cutpoint_proxy::Config::new(format!("http://{addr}").parse().unwrap());
+    config.connect_timeout = Some(Duration::from_millis(200));
+    let proxy = Running::start(config).await;
+    let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/messages", &[], ANTHROPIC_OK))
+        .await
+        .expect("answered, not hung");
+    assert_eq!(answer.status, 504, "{}", answer.text());
+    assert!(
+        answer.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no connection from the upstream within 200ms"),
+        "{}",
+        answer.text()
+    );
+    assert_eq!(proxy.proxy.metrics().upstream_timeouts(), 1);
+    drop((listener, waiting));
+}
+
 #[tokio::test]
 async fn shutdown_lets_a_stream_in_flight_finish() {
     let (upstream, mut senders) = streaming_upstream().await;
@@ -305,4 +396,67 @@ async fn shutdown_lets_a_stream_in_flight_finish() {
         .await
         .expect("the proxy stops once its streams are done")
         .unwrap();
+}
+
+/// A followed answer feeds its session: the calls it asked for are held against the
+/// session's next request, decided incrementally, which carries them back (counted
+/// carried) or does not (counted missing); neither changes what is forwarded.
+#[tokio::test]
+async fn a_followed_answer_feeds_its_session_and_the_next_request_is_held_against_it() {
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let recorded = fixture("anthropic-sse__anthropics-anthropic-sdk-python__tool_use_response.txt");
+    // Every request is answered with the recorded stream: one call,
+    // toolu_01NRLabsLyVHZPKxbKvkfSMn.
+    let feeding = {
+        let recorded = recorded.clone();
+        tokio::spawn(async move {
+            while let Some(mut tx) = senders.recv().await {
+                for chunk in recorded.chunks(61) {
+                    if tx.send_data(Bytes::copy_from_slice(chunk)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let first: serde_json::Value = serde_json::from_str(ANTHROPIC_OK).unwrap();
+    let with = |extra: &[serde_json::Value]| {
+        let mut v = first.clone();
+        v["messages"]
+            .as_array_mut()
+            .unwrap()
+            .extend_from_slice(extra);
+        v.to_string()
+    };
+    let call = serde_json::json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "name": "get_weather", "input": {"location": "San Francisco, CA"}}]});
+    let result = serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "content": "15 C"}]});
+    let bodies = [
+        first.to_string(),
+        // The answer carried back with its result.
+        with(&[call.clone(), result.clone()]),
+        // The next answer's call not carried: the client went on without it.
+        with(&[
+            call,
+            result,
+            serde_json::json!({"role": "assistant", "content": "Done."}),
+            serde_json::json!({"role": "user", "content": "Thanks."}),
+        ]),
+    ];
+    let m = proxy.proxy.metrics();
+    for (k, body) in bodies.iter().enumerate() {
+        let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/messages", &[], body.clone()))
+            .await
+            .expect("the stream ends");
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.body, recorded);
+        assert_eq!(upstream.received()[k].body, body.as_bytes());
+        wait_until(|| m.answers_followed() == k as u64 + 1).await;
+    }
+    assert_eq!(m.incremental(), 2);
+    assert_eq!(m.answer_calls_carried(), (1, 1));
+    let text = m.render();
+    assert!(text.contains("cutpoint_proxy_answer_calls_carried_total 1\n"));
+    assert!(text.contains("cutpoint_proxy_answer_calls_missing_total 1\n"));
+    feeding.abort();
 }

@@ -7,7 +7,7 @@
 
 use cutpoint::compact::pipeline::Settings;
 use cutpoint::format::{ByteEstimate, Format, check_rules};
-use cutpoint_proxy::{Compaction, Config, Decision, Mode, Remembered, Route};
+use cutpoint_proxy::{Compaction, Config, Decision, Mode, Route, Session};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -107,7 +107,7 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
         panic!("{d1:?}")
     };
     let m1 = m1.expect("a compacted session is remembered");
-    assert_eq!(m1, remembered(&first, b1));
+    assert_eq!(elements(&m1), remembered(&first, b1));
     // A short next turn (the provider's short answer, a short question), and a retry
     // of the same request: continued, byte for byte the provider's view extended,
     // no pipeline run.
@@ -119,7 +119,11 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
     messages.push(serde_json::json!({"role": "user", "content": "Thanks. Next?"}));
     let short = v.to_string();
     for (client, new) in [(&short, 2), (&first, 0)] {
-        let (d, m) = mode.decide_in(Route::AnthropicMessages, client.as_bytes(), Some(&m1));
+        let (d, m) = mode.decide_in(
+            Route::AnthropicMessages,
+            client.as_bytes(),
+            Some(m1.clone()),
+        );
         let Decision::Continued {
             body,
             deferred: None,
@@ -132,12 +136,12 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
         assert_eq!(h.len(), h1.len() + new);
         assert_eq!(h[..h1.len()], h1[..]);
         assert_eq!(h[h1.len()..], c[t1..]);
-        assert_eq!(m.unwrap(), Remembered::new(c, h));
+        assert_eq!(elements(&m.unwrap()), (c, Some(h)));
     }
     // Turn 2: the client's full history, and more. Forwarded as turn 1's forwarded
     // history, extended: byte for byte the provider's view, with the new messages.
     let second = turn(t2);
-    let (d2, m2) = mode.decide_in(Route::AnthropicMessages, second.as_bytes(), Some(&m1));
+    let (d2, m2) = mode.decide_in(Route::AnthropicMessages, second.as_bytes(), Some(m1));
     let sent2 = match &d2 {
         Decision::Continued { body, .. } | Decision::Compacted { body, .. } => body.clone(),
         other => panic!("{other:?}"),
@@ -163,11 +167,11 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
     // raw): none forgotten by the second compaction.
     assert_eq!(call_ids(&sent2), call_ids(second.as_bytes()));
     let m2 = m2.expect("remembered again");
-    assert_eq!(m2.original().len(), t2);
+    assert_eq!(m2.client().len(), t2);
     // Turn 3, over the budget again: compacted from the continuation, its output
     // keeping the calls of every earlier turn.
     let third = turn(t3);
-    let (d3, m3) = mode.decide_in(Route::AnthropicMessages, third.as_bytes(), Some(&m2));
+    let (d3, m3) = mode.decide_in(Route::AnthropicMessages, third.as_bytes(), Some(m2));
     let sent3 = match &d3 {
         Decision::Continued { body, .. } | Decision::Compacted { body, .. } => body.clone(),
         other => panic!("{other:?}"),
@@ -193,8 +197,14 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
 }
 
 /// What turn 1 remembers: the client's history and the forwarded one.
-fn remembered(client: &str, forwarded: &[u8]) -> Remembered {
-    Remembered::new(history(client.as_bytes()), history(forwarded))
+fn remembered(client: &str, forwarded: &[u8]) -> (Vec<String>, Option<Vec<String>>) {
+    (history(client.as_bytes()), Some(history(forwarded)))
+}
+
+/// The elements a session holds: the client's, and the forwarded ones.
+fn elements(s: &Session) -> (Vec<String>, Option<Vec<String>>) {
+    let strings = |e: &[Box<str>]| e.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+    (strings(s.client()), s.forwarded().map(strings))
 }
 
 #[test]
@@ -208,11 +218,15 @@ fn a_request_that_does_not_continue_the_session_is_decided_from_scratch() {
     let mut v: Value = serde_json::from_str(&turn(t2)).unwrap();
     v["messages"][0]["content"] = Value::from("a different start");
     let edited = v.to_string();
-    let (d, _) = mode.decide_in(Route::AnthropicMessages, edited.as_bytes(), Some(&m1));
+    let (d, _) = mode.decide_in(
+        Route::AnthropicMessages,
+        edited.as_bytes(),
+        Some(m1.clone()),
+    );
     assert_eq!(d, mode.decide(Route::AnthropicMessages, edited.as_bytes()));
     // A broken request is refused as from scratch, and the session forgotten.
     let broken = ANTHROPIC_BROKEN;
-    let (d, m) = mode.decide_in(Route::AnthropicMessages, broken.as_bytes(), Some(&m1));
+    let (d, m) = mode.decide_in(Route::AnthropicMessages, broken.as_bytes(), Some(m1));
     assert!(matches!(d, Decision::Refuse(_)));
     assert!(m.is_none());
 }
@@ -274,4 +288,28 @@ async fn over_http_the_second_turn_extends_the_first_and_the_table_stays_bounded
         bytes_after <= 2 * bytes.max(1) * 2,
         "{bytes_after} after, {bytes} for one"
     );
+}
+
+/// Check mode keeps sessions too: a conversation's next turn is read only where it
+/// is new, forwarded byte for byte, and `/metrics` counts and times it.
+#[tokio::test]
+async fn over_http_a_next_turn_in_check_mode_is_decided_incrementally() {
+    let [t1, t2, _] = turns();
+    let upstream = StandIn::json(r#"{"type":"message"}"#).await;
+    let proxy = Running::start(upstream.config()).await;
+    for body in [turn(t1), turn(t2)] {
+        let answer = post(&proxy, "/v1/messages", &[], body.clone()).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(upstream.received().last().unwrap().body, body.as_bytes());
+    }
+    let m = proxy.proxy.metrics();
+    assert_eq!(m.incremental(), 1);
+    assert_eq!((m.decide(true).count(), m.decide(false).count()), (1, 1));
+    assert_eq!(m.added().count(), 2);
+    let text = m.render();
+    assert!(text.contains("cutpoint_proxy_sessions_incremental_total 1\n"));
+    assert!(text.contains("cutpoint_proxy_decide_seconds_count{path=\"incremental\"} 1\n"));
+    // Keyed by the conversation's start (no header): one session, holding turn 2.
+    let (held, _, evicted) = proxy.proxy.sessions();
+    assert_eq!((held, evicted), (1, 0));
 }
