@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::{
     Compaction, Config, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSION_BYTES, DEFAULT_MAX_SESSIONS,
-    Mode, Proxy,
+    DEFAULT_MAX_SESSIONS_TOTAL_BYTES, Mode, Proxy,
 };
 use clap::{Parser, ValueEnum};
 use cutpoint::compact::pipeline::{Preset, Settings};
@@ -60,6 +60,10 @@ pub struct Args {
     /// reading); a larger one is not remembered.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_SESSION_BYTES)]
     max_session_bytes: usize,
+    /// The most bytes all sessions remember together (the same estimate); the least
+    /// recently used are evicted to stay within it.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_SESSIONS_TOTAL_BYTES)]
+    max_sessions_total_bytes: usize,
     /// Seconds the upstream has to accept a connection; past them the request is
     /// answered 504 in the provider's error shape. 0: no limit.
     #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = CONNECT_TIMEOUT_SECS)]
@@ -130,6 +134,7 @@ pub fn run(args: Args) -> ExitCode {
     config.max_body_bytes = args.max_body_bytes;
     config.max_sessions = args.max_sessions;
     config.max_session_bytes = args.max_session_bytes;
+    config.max_sessions_total_bytes = args.max_sessions_total_bytes;
     config.connect_timeout = args.connect_timeout.0;
     config.first_byte_timeout = args.first_byte_timeout.0;
     if args.mode == ModeArg::Repair {

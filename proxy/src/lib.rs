@@ -102,8 +102,13 @@ pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// The default cap on one session's remembered history: 8 MiB by its estimate
 /// ([`Session::bytes`]: the client's history and the one forwarded instead, with
-/// their readings). With [`DEFAULT_MAX_SESSIONS`], at most 2 GiB in all.
+/// their readings).
 pub const DEFAULT_MAX_SESSION_BYTES: usize = 8 << 20;
+
+/// The default cap on all sessions together: 256 MiB by their estimate, so that a
+/// proxy in front of many long conversations holds a bounded amount whatever
+/// [`DEFAULT_MAX_SESSIONS`] times [`DEFAULT_MAX_SESSION_BYTES`] would allow (2 GiB).
+pub const DEFAULT_MAX_SESSIONS_TOTAL_BYTES: usize = 256 << 20;
 
 /// The default time the upstream has to accept a connection: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -136,6 +141,9 @@ pub struct Config {
     /// The most bytes one session remembers, by its estimate ([`Session::bytes`]);
     /// a larger one is not remembered.
     pub max_session_bytes: usize,
+    /// The most bytes all sessions remember together, by the same estimate; the least
+    /// recently used are evicted to stay within it.
+    pub max_sessions_total_bytes: usize,
     /// How long the upstream has to accept a connection (`None`: no limit); past it,
     /// the request is answered 504 in the provider's shape.
     pub connect_timeout: Option<Duration>,
@@ -154,6 +162,7 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_session_bytes: DEFAULT_MAX_SESSION_BYTES,
+            max_sessions_total_bytes: DEFAULT_MAX_SESSIONS_TOTAL_BYTES,
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             first_byte_timeout: Some(DEFAULT_FIRST_BYTE_TIMEOUT),
         }
@@ -194,6 +203,7 @@ impl Proxy {
             sessions: Arc::new(Mutex::new(Sessions::new(
                 config.max_sessions,
                 config.max_session_bytes,
+                config.max_sessions_total_bytes,
             ))),
             config,
             metrics: Arc::new(Metrics::default()),

@@ -345,6 +345,7 @@ impl SessionKey {
 pub struct Sessions {
     max_sessions: usize,
     max_session_bytes: usize,
+    max_total_bytes: usize,
     tick: u64,
     slots: HashMap<SessionKey, (u64, Session)>,
     /// Use order: tick of last use -> key.
@@ -358,18 +359,21 @@ pub struct Sessions {
 pub enum Kept {
     /// Remembered.
     Yes,
-    /// Over `max_session_bytes`: forgotten instead.
+    /// Over `max_session_bytes` (or the whole table's cap): forgotten instead.
     TooLarge,
     /// Sessions are off (`max_sessions` is 0).
     Off,
 }
 
 impl Sessions {
-    /// An empty table. **O(1)**.
-    pub fn new(max_sessions: usize, max_session_bytes: usize) -> Self {
+    /// An empty table holding at most `max_sessions` sessions, each at most
+    /// `max_session_bytes` and all together at most `max_total_bytes` by their
+    /// estimate. **O(1)**.
+    pub fn new(max_sessions: usize, max_session_bytes: usize, max_total_bytes: usize) -> Self {
         Sessions {
             max_sessions,
             max_session_bytes,
+            max_total_bytes,
             tick: 0,
             slots: HashMap::new(),
             order: BTreeMap::new(),
@@ -388,7 +392,8 @@ impl Sessions {
     }
 
     /// Remembers `session` for `key`, replacing what it held, as the most recently
-    /// used, evicting the least recently used sessions while at `max_sessions`.
+    /// used, evicting the least recently used sessions while at `max_sessions` or
+    /// while the table's bytes and the session's would pass `max_total_bytes`.
     /// Returns whether it was kept, and the sessions it replaced and evicted, for the
     /// caller to drop (outside a lock: a session is many allocations).
     /// **O(log sessions)** per session evicted.
@@ -399,11 +404,13 @@ impl Sessions {
             return (Kept::Off, gone);
         }
         let size = session.bytes();
-        if size > self.max_session_bytes {
+        if size > self.max_session_bytes.min(self.max_total_bytes) {
             gone.push(session);
             return (Kept::TooLarge, gone);
         }
-        while self.slots.len() >= self.max_sessions {
+        while self.slots.len() >= self.max_sessions
+            || self.bytes.saturating_add(size) > self.max_total_bytes
+        {
             let Some((_, oldest)) = self.order.pop_first() else {
                 break;
             };
@@ -451,7 +458,8 @@ impl Sessions {
     }
 
     /// The estimate of what the sessions held hold ([`Session::bytes`]), at most
-    /// `max_sessions x max_session_bytes`. **O(1)**.
+    /// `max_total_bytes` (an answer fed to a held session may add its calls' ids).
+    /// **O(1)**.
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -488,8 +496,14 @@ mod tests {
             state % n
         };
         let cap_bytes = s(30).bytes();
-        for cap in [0usize, 1, 2, 5] {
-            let mut t = Sessions::new(cap, cap_bytes);
+        for (cap, total) in [
+            (0usize, usize::MAX),
+            (1, usize::MAX),
+            (2, usize::MAX),
+            (5, usize::MAX),
+            (5, 2 * cap_bytes),
+        ] {
+            let mut t = Sessions::new(cap, cap_bytes, total);
             let mut naive: Vec<(SessionKey, usize)> = Vec::new();
             for _ in 0..2000 {
                 let key = SessionKey(next(8));
@@ -514,19 +528,21 @@ mod tests {
                     naive.retain(|(k, _)| *k != key);
                     match kept {
                         Kept::Yes => {
-                            if naive.len() >= cap {
+                            while naive.len() >= cap
+                                || naive.iter().map(|(_, b)| b).sum::<usize>() + size > total
+                            {
                                 naive.remove(0);
                             }
                             naive.push((key, size));
                         }
-                        Kept::TooLarge => assert!(size > cap_bytes),
+                        Kept::TooLarge => assert!(size > cap_bytes.min(total)),
                         Kept::Off => assert_eq!(cap, 0),
                     }
                 }
                 assert_eq!(t.len(), naive.len());
                 assert!(t.len() <= cap);
                 assert_eq!(t.bytes(), naive.iter().map(|(_, b)| b).sum::<usize>());
-                assert!(t.bytes() <= cap * cap_bytes);
+                assert!(t.bytes() <= (cap * cap_bytes).min(total));
             }
         }
     }
@@ -535,7 +551,7 @@ mod tests {
     /// is fed to a session taken out or never kept.
     #[test]
     fn an_answer_feeds_a_held_session_only() {
-        let mut t = Sessions::new(4, 1 << 20);
+        let mut t = Sessions::new(4, 1 << 20, usize::MAX);
         let (key, other) = (SessionKey(1), SessionKey(2));
         t.remember(key, s(10));
         let before = t.bytes();
