@@ -2,7 +2,7 @@
 //! The operations behind them (open, grow, close, usage reports) are in
 //! `tracker/input.rs`.
 
-use super::tracker::Appended;
+use super::outcome::Appended;
 use crate::record::Record;
 
 /// One step of a live turn. An agent loop maps its provider's stream onto these and

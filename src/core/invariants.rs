@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use super::ensure::ensure;
 use super::tracker::Tracker;
 
 /// Which part of a tracker an invariant concerns.
@@ -50,27 +51,6 @@ impl Broken {
         }
     }
 }
-
-/// `Err(message)` from the enclosing function unless `cond` holds.
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-/// `Err(message)` from the enclosing function unless the two values are equal.
-macro_rules! ensure_eq {
-    ($a:expr, $b:expr, $($fmt:tt)+) => {{
-        let (a, b) = (&$a, &$b);
-        if a != b {
-            return Err(format!("{} ({:?} != {:?})", format!($($fmt)+), a, b));
-        }
-    }};
-}
-
-pub(crate) use {ensure, ensure_eq};
 
 impl Tracker {
     /// Checks every invariant listed in the type docs that can be checked without the

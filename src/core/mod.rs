@@ -13,10 +13,12 @@
 
 pub(crate) mod calls;
 pub(crate) mod config;
+mod ensure;
 pub(crate) mod error;
 pub(crate) mod event;
 pub(crate) mod index;
 pub(crate) mod invariants;
+mod outcome;
 #[cfg(feature = "serde")]
 mod state;
 pub(crate) mod tracker;
@@ -29,6 +31,7 @@ pub use error::{
 pub use event::{Event, Handled};
 pub use index::{MAX_RECORDS, Replacement};
 pub use invariants::{Broken, Part};
+pub use outcome::{Anomaly, Appended};
 #[cfg(feature = "serde")]
 pub(crate) use state::State;
-pub use tracker::{Anomalies, Anomaly, Appended, PendingCall, Tracker};
+pub use tracker::{Anomalies, PendingCall, Tracker};

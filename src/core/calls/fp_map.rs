@@ -10,7 +10,7 @@
 //! thousands of open calls get the hash table's **O(1)** expected instead of a scan.
 //! Measured in `cargo bench --bench append` (numbers in the README).
 
-use crate::core::invariants::ensure;
+use crate::core::ensure::ensure;
 use std::hash::BuildHasherDefault;
 
 use hashbrown::HashMap;

@@ -64,8 +64,8 @@
 //!
 //! The seeds come from foldhash's per-process random source (no syscall per tracker).
 
+use crate::core::ensure::{ensure, ensure_eq};
 use crate::core::index::Remap;
-use crate::core::invariants::{ensure, ensure_eq};
 use std::hash::{BuildHasher, Hasher};
 
 mod fingerprint;

@@ -70,7 +70,7 @@
 //!   21.9-23.2 and one hashbrown set 22.3-35.7 (after a doubling its table is under
 //!   half full); no doubling spike: growth is one run at a time.
 
-use crate::core::invariants::{ensure, ensure_eq};
+use crate::core::ensure::{ensure, ensure_eq};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 

@@ -1,7 +1,7 @@
 //! The legal cuts as a bitmap (see the [module docs](super)).
 
 use super::chunked::Chunked;
-use crate::core::invariants::{ensure, ensure_eq};
+use crate::core::ensure::{ensure, ensure_eq};
 
 use super::{B, MAX_RECORDS, Remap, Replacement};
 

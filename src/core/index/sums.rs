@@ -1,7 +1,7 @@
 //! Inclusive prefix token sums in blocks of 64 records (see the [module docs](super)).
 
 use super::chunked::Chunked;
-use crate::core::invariants::{ensure, ensure_eq};
+use crate::core::ensure::{ensure, ensure_eq};
 use std::sync::OnceLock;
 
 use super::{B, Replacement};
