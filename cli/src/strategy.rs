@@ -319,6 +319,7 @@ fn step_json(step: &Step) -> Value {
             "cleared_results": r.cleared_results,
             "cleared_inputs": r.cleared_inputs,
             "cleared_thinking": r.cleared_thinking,
+            "invalidated_thinking": r.invalidated_thinking,
             "summaries": r.summaries,
             "summarized_calls": r.summarized_calls,
             "dropped_turns": r.dropped_turns,

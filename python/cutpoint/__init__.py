@@ -199,7 +199,9 @@ class Compaction:
             ``"stalled"``; for a stage that ran ``tokens_before``,
             ``tokens_after``, ``records_before``, ``records_after``,
             ``cleared_results``, ``cleared_inputs``, ``cleared_thinking``,
-            ``summaries``, ``summarized_calls``, ``dropped_turns``,
+            ``invalidated_thinking`` (the thinking blocks and reasoning items
+            bound to their prefix that lie after the stage's first edit: the ones
+            it invalidates), ``summaries``, ``summarized_calls``, ``dropped_turns``,
             ``dropped_calls`` (the call ids ``truncate`` dropped without a trace),
             ``met_target``, ``left_alone``; for one that could not,
             ``reason``, ``detail``, ``tokens``, ``left_alone``). ``[]`` for

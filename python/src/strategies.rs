@@ -372,6 +372,7 @@ fn step<'py>(py: Python<'py>, step: &Step) -> PyResult<Bound<'py, PyDict>> {
             d.set_item("cleared_results", r.cleared_results)?;
             d.set_item("cleared_inputs", r.cleared_inputs)?;
             d.set_item("cleared_thinking", r.cleared_thinking)?;
+            d.set_item("invalidated_thinking", r.invalidated_thinking)?;
             d.set_item("summaries", r.summaries)?;
             d.set_item("summarized_calls", r.summarized_calls)?;
             d.set_item("dropped_turns", r.dropped_turns)?;

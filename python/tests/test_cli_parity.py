@@ -348,6 +348,12 @@ def test_invalidated_thinking_is_the_clis_count(name: str) -> None:
             assert report.invalidated_thinking == last["invalidated_thinking"] == warned_count(done.stderr), (
                 f"{name} {strategy} at {percent}%"
             )
+            # ... and on each step, the blocks after its first edit, as the CLI's step lines say.
+            cli_steps = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+            cli_ran = [s["invalidated_thinking"] for s in cli_steps if s.get("outcome") == "ran"]
+            py_ran = [s["invalidated_thinking"] for s in report.steps if s["outcome"] == "ran"]
+            assert py_ran == cli_ran, f"{name} {strategy} at {percent}%"
+            assert sum(py_ran) >= report.invalidated_thinking
             seen += report.invalidated_thinking
             if report.invalidated_thinking:
                 try:

@@ -25,7 +25,7 @@ EDITING = ["clear", "clear-thinking", "digest", "slide", "truncate", "pipeline"]
 #: The fields of the CLI's `--report` line for a stage that ran.
 RAN_FIELDS = {
     "strategy", "outcome", "tokens_before", "tokens_after", "records_before", "records_after",
-    "cleared_results", "cleared_inputs", "cleared_thinking", "summaries", "summarized_calls",
+    "cleared_results", "cleared_inputs", "cleared_thinking", "invalidated_thinking", "summaries", "summarized_calls",
     "dropped_turns", "dropped_calls", "met_target", "left_alone",
 }
 #: ... and for one that could not make progress.

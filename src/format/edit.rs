@@ -27,6 +27,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::attribute::{self, Touched};
 use super::build::{TranscriptLog, log_of};
 use super::json_doc::{lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, shape, usage};
@@ -122,7 +123,8 @@ pub fn run(
             simple: false,
         });
     }
-    let (mut report, mut text) = round(t, input, pipeline, keep_head, progress, summarizer)?;
+    let (mut report, mut text, touched) =
+        round(t, input, pipeline, keep_head, progress, summarizer)?;
     let mut rounds = 1;
     let mut last_after = u64::MAX;
     let reread = |text: &str| {
@@ -130,6 +132,9 @@ pub fn run(
     };
     // The output as read back; at the loop's end, of `text` as it is returned.
     let mut back;
+    // Per later round: the transcript it ran on, where each of its steps first
+    // touched it, and where its steps start in the report (the first round ran on `t`).
+    let mut later: Vec<(Transcript, Vec<Touched>, usize)> = Vec::new();
     loop {
         back = reread(&text)?;
         report.tokens_after = back.live_tokens();
@@ -143,7 +148,7 @@ pub fn run(
             break;
         }
         // Stalls remembered on the last round's log mean nothing on a new one.
-        let (next, out) = round(
+        let (next, out, next_touched) = round(
             &back,
             &text,
             pipeline,
@@ -153,11 +158,13 @@ pub fn run(
         )?;
         rounds += 1;
         let progressed = next.ran().any(|r| !r.edits.is_empty());
+        let start = report.steps.len();
         report.steps.extend(next.steps);
         if !progressed {
             break;
         }
         text = out;
+        later.push((back, next_touched, start));
     }
     if report.tokens_after >= live && report.ran().any(|r| !r.edits.is_empty()) {
         // A compaction that does not shrink the log is not made: what the stages
@@ -187,6 +194,30 @@ pub fn run(
             simple: false,
         });
     }
+    // What the written output invalidates, and on each step, how much of it follows its
+    // first edit of the transcript its round ran on.
+    let mut invalidated = super::invalidated_thinking(t, &back);
+    let first_end = later
+        .first()
+        .map_or(report.steps.len(), |(_, _, start)| *start);
+    blame(
+        t,
+        &back,
+        &invalidated,
+        &touched,
+        &mut report.steps[..first_end],
+    );
+    for (k, (input_k, touched_k, start)) in later.iter().enumerate() {
+        let end = later.get(k + 1).map_or(report.steps.len(), |(_, _, s)| *s);
+        blame(
+            input_k,
+            &back,
+            &invalidated,
+            touched_k,
+            &mut report.steps[*start..end],
+        );
+    }
+    drop(later);
     let mut simple = false;
     if pipeline.keep_thinking_valid {
         let head = (keep_head, pipeline.floors.keep_head);
@@ -198,8 +229,8 @@ pub fn run(
             report.steps.clear();
         }
         report.steps.extend(valid.step.map(Step::Ran));
+        invalidated = super::invalidated_thinking(t, &back);
     }
-    let invalidated = super::invalidated_thinking(t, &back);
     Ok(Compacted {
         text,
         report,
@@ -318,7 +349,7 @@ fn simple_compaction(
             .keep_head(head_records)
             .min_turns(usize::from(next_instruction)),
     );
-    let (report, text) = round(
+    let (report, text, _) = round(
         t,
         input,
         &pipeline,
@@ -485,7 +516,29 @@ fn without_field(text: &str, name: &str) -> Result<Option<Range<usize>>, String>
     }))
 }
 
-/// One round of [`run`]: the pipeline on `t`'s log, written back.
+/// Sets, on each step that ran in a round on `before`, how many of `invalidated` (the
+/// blocks of `after`, the run's output, that it invalidates) follow its first edit
+/// ([`StepReport::invalidated_thinking`]); `touched` is where each of them first
+/// touched `before`. **O(blocks + invalidated x steps)**.
+fn blame(
+    before: &Transcript,
+    after: &Transcript,
+    invalidated: &[super::Invalidated],
+    touched: &[Touched],
+    steps: &mut [Step],
+) {
+    let counts = attribute::per_step(before, after, invalidated, touched);
+    let ran = steps.iter_mut().filter_map(|s| match s {
+        Step::Ran(r) => Some(r),
+        _ => None,
+    });
+    for (step, count) in ran.zip(counts) {
+        step.invalidated_thinking = count;
+    }
+}
+
+/// One round of [`run`]: the pipeline on `t`'s log, written back, and where each step
+/// that ran first touched `t`.
 fn round(
     t: &Transcript,
     input: &str,
@@ -493,7 +546,7 @@ fn round(
     keep_head: usize,
     progress: &mut Progress,
     summarizer: &mut dyn Summarizer,
-) -> Result<(PipelineReport, String), EditError> {
+) -> Result<(PipelineReport, String, Vec<Touched>), EditError> {
     let built = log_of(t)?;
     let head_message = t.live_from().saturating_add(keep_head);
     let head = built
@@ -506,7 +559,8 @@ fn round(
     let report = pipeline.run_with(&mut log, progress, summarizer);
     let steps: Vec<&StepReport> = report.ran().collect();
     let text = write(t, input, &built, &steps, &log)?;
-    Ok((report, text))
+    let touched = attribute::touched(&built, &steps);
+    Ok((report, text, touched))
 }
 
 /// Why an edited transcript could not be written.

@@ -34,6 +34,7 @@ use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
 mod anthropic;
+mod attribute;
 #[cfg_attr(
     not(feature = "testing"),
     expect(

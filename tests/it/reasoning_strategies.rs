@@ -311,3 +311,81 @@ fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
         done.text
     );
 }
+
+/// Each step's `invalidated_thinking` (issue 21, item 1: the step reports say what a
+/// planned edit invalidates), on the same files, every strategy and preset at 60% and
+/// 30%, written as the strategies made it: every block the output invalidates is
+/// counted on a step whose edits come before it (in whichever round), no step counts
+/// more than the output invalidates, a step that edited nothing counts none, and the
+/// steps of the same run with thinking kept valid carry the same counts (the blocks
+/// its last, stripping step then clears). Some step must count something, or the
+/// check could not fail.
+#[test]
+fn every_step_says_what_thinking_it_invalidates() {
+    use cutpoint::compact::pipeline::{Progress, Step};
+    use cutpoint::compact::strategy::{Kind, LedgerOnly, StepReport};
+    use cutpoint::testing::writers::run;
+    let mut blamed = 0usize;
+    for case in logs() {
+        let t = case.read();
+        let live = t.live_tokens();
+        for percent in [60u64, 30] {
+            let budget = (live * percent / 100).max(1);
+            for (name, pipeline) in crate::one_path::pipelines(budget) {
+                let label = format!("{} {name} at {percent}%", case.name);
+                let go = |on: bool| {
+                    run(
+                        &t,
+                        &case.text,
+                        &pipeline.clone().keep_thinking_valid(on),
+                        0,
+                        &mut Progress::new(),
+                        &mut LedgerOnly,
+                        &ByteEstimate,
+                    )
+                };
+                let plain = go(false).unwrap_or_else(|e| panic!("{label}: {e}"));
+                let ran: Vec<&StepReport> = plain.report.ran().collect();
+                let total = plain.invalidated.iter().filter(|i| !i.server_id).count();
+                for r in &ran {
+                    assert!(
+                        r.invalidated_thinking <= plain.invalidated.len(),
+                        "{label}: {r:?}"
+                    );
+                    if r.edits.is_empty() {
+                        assert_eq!(r.invalidated_thinking, 0, "{label}: {r:?}");
+                    }
+                    blamed += r.invalidated_thinking;
+                }
+                let counted: usize = ran.iter().map(|r| r.invalidated_thinking).sum();
+                assert!(counted >= total, "{label}: {counted} counted of {total}");
+                // Kept valid: the same steps, then (when something was invalid) the
+                // strip, which invalidates nothing itself.
+                let Ok(valid) = go(true) else { continue };
+                if valid.simple {
+                    continue;
+                }
+                let steps: Vec<usize> = valid
+                    .report
+                    .steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        Step::Ran(r) => Some(r.invalidated_thinking),
+                        _ => None,
+                    })
+                    .collect();
+                let plain_steps: Vec<usize> = ran.iter().map(|r| r.invalidated_thinking).collect();
+                assert_eq!(&steps[..plain_steps.len()], &plain_steps[..], "{label}");
+                let strip = valid.report.ran().nth(plain_steps.len());
+                if let Some(strip) = strip {
+                    assert_eq!(strip.kind, Kind::ClearThinking, "{label}");
+                    assert_eq!(strip.invalidated_thinking, 0, "{label}");
+                }
+            }
+        }
+    }
+    assert!(
+        blamed > 0,
+        "no step invalidated anything: the check cannot fail"
+    );
+}

@@ -334,6 +334,13 @@ pub struct StepReport {
     pub cleared_inputs: usize,
     /// Thinking records cleared.
     pub cleared_thinking: usize,
+    /// The thinking blocks and reasoning items, bound to their prefix by the provider,
+    /// that lie after this step's first edit in what the run wrote, as a transcript
+    /// rewrite judges them (`format::invalidated_thinking`, attributed by
+    /// `format::attribute`): the ones this step invalidates; 0 on a records log,
+    /// where nothing is signed. With thinking kept valid, a later `clear-thinking`
+    /// step strips them (its `cleared_thinking`).
+    pub invalidated_thinking: usize,
     /// Regions that became a digest, a ledger or a summary.
     pub summaries: usize,
     /// Calls those summaries list (folded summaries' units included).
@@ -362,6 +369,7 @@ impl StepReport {
             cleared_results: 0,
             cleared_inputs: 0,
             cleared_thinking: 0,
+            invalidated_thinking: 0,
             summaries: 0,
             summarized_calls: 0,
             dropped_turns: 0,
