@@ -5,6 +5,10 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use serde_json::json;
+
+use cutpoint::compact::pipeline::Choice;
+use cutpoint::compact::strategy::Kind;
 use cutpoint::compact::{ArgumentPolicy, Direction, Unit, Window};
 use cutpoint::format::loaded::{SummarizeError, SummaryCount, SummaryOptions, ThinkingStep};
 use cutpoint::format::{ByteEstimate, EditError, Loaded, RewriteError};
@@ -98,6 +102,24 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     match (source.format(args.format), args.strategy.strategy) {
         (Err(e), _) => exit::bad_input(&e),
+        // `summarize` means one thing everywhere: one summary within the budget
+        // (`Loaded::summarize`), as with `--budget` and no strategy, and as Python's
+        // `strategy="summarize"`; the pipelines' summarize stage runs in their presets.
+        (Ok(format), Some(Choice::One(Kind::Summarize))) => {
+            if let Err(why) = args.strategy.summarize_flags() {
+                return exit::bad_input(&why);
+            }
+            let Some(budget) = args.strategy.budget_tokens() else {
+                return exit::bad_input(
+                    "cutpoint: --strategy summarize needs --budget or --context-window with --max-output (--target makes one summary at a target)",
+                );
+            };
+            let name = source.name.clone();
+            match source.load(format, Records::Judged(&args.input), &ByteEstimate) {
+                Ok(loaded) => compact(&name, &loaded, &args, Some(budget)),
+                Err(e) => exit::bad_input(&e),
+            }
+        }
         (Ok(format), Some(choice)) => crate::strategy::run(
             source,
             format,
@@ -110,22 +132,28 @@ pub(crate) fn run(args: Args) -> ExitCode {
         (Ok(format), None) => {
             let name = source.name.clone();
             match source.load(format, Records::Judged(&args.input), &ByteEstimate) {
-                Ok(loaded) => compact(&name, &loaded, &args),
+                Ok(loaded) => compact(&name, &loaded, &args, args.strategy.budget),
                 Err(e) => exit::bad_input(&e),
             }
         }
     }
 }
 
-/// One summary at the target, or with `--budget` the one that brings the log within it
+/// One summary at the target, or with a `budget` (`--budget`, or `--strategy summarize`
+/// with `--budget` or `--context-window`) the one that brings the log within it
 /// ([`Loaded::summarize`], Python's `summarize` too), the log printed in its format:
 /// records JSONL with the summary's units as `covers`; the provider formats with the
 /// pinned head (in messages) verbatim, one summary message, the retained messages
-/// byte-identical.
-fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
+/// byte-identical. With `--report`, one JSON line on stderr says what was done.
+fn compact(name: &str, loaded: &Loaded<'_>, args: &Args, budget: Option<u64>) -> ExitCode {
     let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
     let count = fixed.as_ref().map(|f| f as SummaryCount<'_>);
-    let opts = match args.strategy.budget {
+    let report = |line: serde_json::Value| {
+        if args.strategy.report {
+            eprintln!("{line}");
+        }
+    };
+    let opts = match budget {
         Some(budget) => {
             // The cut moves forward from the target the budget asks for, as far as
             // it must.
@@ -144,6 +172,14 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         Ok(None) => {
             let before = loaded.live_tokens();
             let budget = opts.budget.unwrap_or_default();
+            report(json!({
+                "strategy": "summarize",
+                "outcome": if before <= budget { "within-budget" } else { "no-progress" },
+                "budget": budget,
+                "tokens_before": before,
+                "tokens_after": before,
+                "met_budget": before <= budget,
+            }));
             if before <= budget {
                 eprintln!(
                     "cutpoint: within budget already ({before} <= {budget} tokens): the log is unchanged"
@@ -171,6 +207,23 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
         Err(e) => return exit::bad_input(&format!("{name}: {e}")),
     };
     crate::strategy::warn_invalidated(&done.invalidated);
+    let met = opts.budget.is_none_or(|b| done.tokens_after <= b);
+    let simple = done.thinking == ThinkingStep::Simple;
+    report(json!({
+        "strategy": "summarize",
+        "outcome": "ran",
+        "budget": opts.budget,
+        "tokens_before": done.tokens_before,
+        "tokens_after": done.tokens_after,
+        "met_budget": met,
+        "passes": done.passes,
+        "summarized_calls": done.summary.ledger.len(),
+        "head": (!simple).then_some(done.summary.head),
+        "cut": (!simple).then_some(done.summary.cut),
+        "invalidated_thinking": done.invalidated.len(),
+        "simple_compaction": simple,
+        "thinking_stripped": done.thinking == ThinkingStep::Stripped,
+    }));
     if let Some(budget) = opts.budget {
         if done.tokens_after > budget {
             eprintln!(
@@ -180,7 +233,7 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args) -> ExitCode {
             return ExitCode::from(exit::DEFER);
         }
     }
-    if done.thinking == ThinkingStep::Simple {
+    if simple {
         crate::strategy::note_simple();
     } else {
         eprintln!("cutpoint: {}", done.done);

@@ -40,8 +40,9 @@ fn parse_preset(name: &str) -> Result<Preset, String> {
 pub(crate) struct StrategyArgs {
     /// Compact with a strategy instead of one summary at --target: clear (tool results
     /// become a placeholder), clear-thinking (thinking of finished turns goes), digest
-    /// (each old tool group becomes one ledger message), summarize (the oldest region
-    /// becomes one summary), slide (whole oldest turns go, their calls in a ledger),
+    /// (each old tool group becomes one ledger message), summarize (one summary, its
+    /// cut the nearest legal one that brings the log within the budget: as --budget
+    /// alone, and Python's `summarize`), slide (whole oldest turns go, their calls in a ledger),
     /// truncate (the oldest region goes, its calls named: the last resort), or
     /// pipeline (the --preset's strategies in order).
     #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy)]
@@ -94,10 +95,28 @@ pub(crate) struct StrategyArgs {
     pub(crate) allow_invalidated_thinking: bool,
     /// Print a JSON report of each step on stderr.
     #[arg(long, requires = "strategy")]
-    report: bool,
+    pub(crate) report: bool,
 }
 
 impl StrategyArgs {
+    /// The budget the flags give: `--budget`, or `--context-window` less
+    /// `--max-output`. **O(1)**.
+    pub(crate) fn budget_tokens(&self) -> Option<u64> {
+        self.settings().budget()
+    }
+
+    /// `--strategy summarize` is one summary within the budget (as Python's
+    /// `strategy="summarize"`): `--keep-turns`, a floor it has no way to keep, is
+    /// refused. **O(1)**.
+    pub(crate) fn summarize_flags(&self) -> Result<(), String> {
+        // A floor it cannot keep is refused, not ignored (the flags of one other
+        // strategy, such as clear's, are ignored by every strategy but that one).
+        if self.keep_turns.is_some() {
+            return Err("cutpoint: --keep-turns does not apply to --strategy summarize (one summary within the budget: --keep-head pins messages at the front, and the cut is the nearest legal one that meets the budget)".to_owned());
+        }
+        Ok(())
+    }
+
     /// The flags as the library's settings. **O(excluded tools)**.
     fn settings(&self) -> Settings {
         let mut s = Settings::new();

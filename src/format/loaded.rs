@@ -704,6 +704,17 @@ impl<'a> Loaded<'a> {
             };
             let s = &done.summary;
             let (cut, region, after) = (s.cut, s.tokens, done.tokens_after);
+            if s.head == s.cut && last_cut.is_none() {
+                // The head the log pins (a native compaction record in records JSONL,
+                // which only its planner knows) lies past the target: count the
+                // tokens to compact from there, once.
+                let from_head = (before - budget).saturating_add(tokens_before(s.head));
+                if from_head > target {
+                    target = from_head;
+                    last_cut = Some(s.head);
+                    continue;
+                }
+            }
             if s.head == s.cut || last_cut.is_some_and(|c| c >= cut) {
                 break;
             }

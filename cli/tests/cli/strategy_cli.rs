@@ -42,19 +42,22 @@ fn every_strategy_prints_a_log_that_check_reads_back_clean() {
         "slide",
         "truncate",
     ] {
-        let out = cutpoint(
-            &[
-                "compact",
-                "--strategy",
-                strategy,
-                "--keep-head",
-                "1",
-                "--keep-tool-uses",
-                "1",
-                "-",
-            ],
-            LOG.as_bytes(),
-        );
+        // summarize is one summary within a budget: it needs one.
+        let budget: &[&str] = if strategy == "summarize" {
+            &["--budget", "2000"]
+        } else {
+            &[]
+        };
+        let args = [
+            "compact",
+            "--strategy",
+            strategy,
+            "--keep-head",
+            "1",
+            "--keep-tool-uses",
+            "1",
+        ];
+        let out = cutpoint(&[&args[..], budget, &["-"]].concat(), LOG.as_bytes());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -326,8 +329,8 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
             "summarize",
             "--keep-head",
             "1",
-            "--keep-turns",
-            "1",
+            "--budget",
+            "2000",
             "--summary",
             "ran the tests twice",
             "-",
@@ -350,6 +353,92 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
         "the last turn is kept: {log}"
     );
     check_clean(&log, "records");
+}
+
+/// `summarize` means one thing (issue 24): `--strategy summarize --budget B` is the
+/// one summary that `--budget B` alone makes, and Python's `strategy="summarize"`
+/// (`python/tests/test_cli_parity.py` holds the Python side), byte for byte on every
+/// real transcript, with a `--report` line that says what was done; it needs a
+/// budget, and refuses `--keep-turns`, a floor it could not keep, by name.
+#[test]
+fn strategy_summarize_is_the_one_summary_route() {
+    let mut compared = 0;
+    let dir = root("tests/fixtures/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the fixtures")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    files.sort();
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let p = path.to_str().unwrap();
+        let stats = cutpoint(&["stats", "--json", p], b"");
+        if stats.status.code() != Some(0) {
+            continue; // not one transcript (a tau-bench results file)
+        }
+        let v: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats --json");
+        let budget = (v["tokens"].as_u64().expect("tokens") / 2)
+            .max(1)
+            .to_string();
+        let strategy = cutpoint(
+            &[
+                "compact",
+                "--strategy",
+                "summarize",
+                "--report",
+                "--budget",
+                &budget,
+                p,
+            ],
+            b"",
+        );
+        let alone = cutpoint(&["compact", "--budget", &budget, p], b"");
+        assert_eq!(strategy.status.code(), alone.status.code(), "{file}");
+        assert_eq!(text(&strategy.stdout), text(&alone.stdout), "{file}");
+        if strategy.status.code() == Some(0) {
+            compared += 1;
+            let line = text(&strategy.stderr);
+            let report = line
+                .lines()
+                .find(|l| l.starts_with('{'))
+                .unwrap_or_else(|| panic!("{file}: no report line in {line}"));
+            let v: serde_json::Value = serde_json::from_str(report).expect("a JSON line");
+            assert_eq!(v["strategy"], "summarize", "{file}");
+            assert!(
+                v["outcome"] == "ran" || v["outcome"] == "within-budget",
+                "{file}: {v}"
+            );
+            assert_eq!(v["met_budget"], true, "{file}: {v}");
+        }
+    }
+    assert!(compared > 3, "only {compared} transcripts compacted");
+    let out = cutpoint(&["compact", "--strategy", "summarize", "-"], LOG.as_bytes());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("needs --budget"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "summarize",
+            "--budget",
+            "2000",
+            "--keep-turns",
+            "1",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--keep-turns does not apply"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The tokens `stats` counts for a log.
