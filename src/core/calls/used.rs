@@ -11,8 +11,11 @@
 //!
 //! # The layout
 //!
-//! - `recent`: a table of at most [`RECENT_BUCKETS`] buckets (filled to 7/8), small
-//!   enough for L2. Every insert lands here.
+//! - `recent`: the newest fingerprints, at most 7/8 of [`RECENT_BUCKETS`], in the
+//!   order inserted (`recent_fps`), with a hash table of their positions (2-byte
+//!   entries, keyed by the fingerprint's first word). Every insert lands here. The
+//!   part a probe reads and an insert writes at random is the table, 96 KiB: the
+//!   fingerprints are written in order, and read only when a tag matches.
 //! - `frozen`: when `recent` is full its fingerprints are copied into a flat *run*
 //!   (16 bytes each, grouped by the top bits of the second word with a counting sort:
 //!   two passes, no comparisons) and `recent` starts again (from empty for the first
@@ -27,7 +30,7 @@
 //!   blocks and turns most absent ids away before a block is read.
 //!
 //! An insert probes `recent` (its vacant slot is kept, through `hashbrown`'s entry
-//! API), then the filter; only on a filter positive does it look in the runs, newest
+//! API; a refusal changes nothing), then the filter; only on a filter positive does it look in the runs, newest
 //! first, exactly (one start and one group of about 28 fingerprints each). So a fresh
 //! id costs one L2 probe, one coarse bit (L3) and, for about one id in three at 10^7
 //! records, one filter block, plus, with probability about the filter's
@@ -65,6 +68,16 @@
 //!   records, 663 -> 569 instructions per append (callgrind, deterministic) and
 //!   about 1.1-1.3x the on-CPU rate in alternated runs on a loaded machine.
 //! - [`RECENT_BUCKETS`] at 2^15 against 2^14: no clear difference in either bench.
+//! - A freeze reads each chunk of 64 blocks before it sets their bits (2026-12-05):
+//!   adding one run to a filter of 7-15 MB touches one line in 4-8, each a miss; a
+//!   loop of loads alone keeps more of them in flight than the update loop (30 ->
+//!   24 ns a key in a loop that does only that; 1.035x wall, 1.06x on-CPU for the
+//!   realistic append at 10^7, medians of 24 alternated pairs).
+//! - Positions instead of fingerprints in the recent table (2026-12-05): the table
+//!   held 16-byte fingerprints, 544 KiB written at random, competing in the 1 MiB L2
+//!   with the coarse level; positions take 96 KiB and the fingerprints are written in
+//!   order. Same instruction count; 1.03x the realistic append at 10^7 (median of 30
+//!   alternated pairs on a loaded machine, docs/performance.md).
 //! - Memory: about 19 heap bytes per key at 3.3*10^6 keys (runs at 16.1, the filter
 //!   at 2-4, the coarse level, one recent table), where frozen hash tables took
 //!   21.9-23.2 and one hashbrown set 22.3-35.7 (after a doubling its table is under
@@ -76,9 +89,10 @@ use hashbrown::hash_table::Entry;
 
 use super::fingerprint::Fingerprint;
 
-/// Buckets of the `recent` table: 2^15 buckets of 17 bytes (16 for the fingerprint,
-/// one control byte) are 544 KiB, about one core's L2 here. Holds 7/8 of that many
-/// fingerprints before it is frozen.
+/// Buckets of the `recent` table: 2^15 buckets of 3 bytes (a 2-byte position, one
+/// control byte) are 96 KiB, and the 28,672 fingerprints they index 448 KiB. Holds
+/// 7/8 of that many fingerprints before it is frozen. At most 2^16 (positions are
+/// 2 bytes).
 pub(crate) const RECENT_BUCKETS: usize = 1 << 15;
 
 /// Frozen runs after which a freeze empties `recent` and keeps its allocation (no
@@ -96,12 +110,17 @@ const FILTER_BITS_PER_KEY: usize = 16;
 /// Invariants (checked by `UsedIds::assert_invariants`):
 /// - no fingerprint is in two tables, nor twice in one;
 /// - `recent.len() < recent_max`, and every frozen table holds exactly `recent_max`;
+/// - `recent` holds each position of `recent_fps` exactly once, findable by that
+///   fingerprint's first word;
 /// - `frozen_len` is the sum of the frozen tables' lengths;
 /// - the filter answers "maybe" for every frozen fingerprint, and is sized for at
 ///   least `frozen_len` keys.
 #[derive(Clone)]
 pub struct UsedIds {
-    recent: HashTable<Fingerprint>,
+    /// Positions in `recent_fps`, hashed by their fingerprint's first word.
+    recent: HashTable<u16>,
+    /// The recent fingerprints, in the order inserted: what a freeze copies.
+    recent_fps: Vec<Fingerprint>,
     /// Fingerprints `recent` holds when it is frozen: 7/8 of its buckets.
     recent_max: usize,
     frozen: Vec<Run>,
@@ -140,27 +159,27 @@ impl Run {
         fp.1.checked_shr(64 - bits).unwrap_or(0) as usize
     }
 
-    /// The run of `table`'s fingerprints, grouped by a counting sort. **O(R)** for `R`
-    /// fingerprints, plus **O(2^bits)**.
-    fn from_table(table: &HashTable<Fingerprint>) -> Run {
-        let bits = Run::bits_for(table.len());
+    /// The run of `recent`'s fingerprints, grouped by a counting sort. **O(R)** for `R` fingerprints,
+    /// plus **O(2^bits)**.
+    fn from_fps(recent: &[Fingerprint]) -> Run {
+        let bits = Run::bits_for(recent.len());
         let groups = 1usize << bits;
         let mut starts = vec![0u32; groups + 1];
-        for fp in table {
+        for fp in recent {
             starts[Run::group(bits, fp) + 1] += 1;
         }
         for g in 0..groups {
             starts[g + 1] += starts[g];
         }
         let mut next: Vec<u32> = starts[..groups].to_vec();
-        let mut fps = vec![Fingerprint(0, 0); table.len()];
-        for fp in table {
+        let mut grouped = vec![Fingerprint(0, 0); recent.len()];
+        for fp in recent {
             let slot = &mut next[Run::group(bits, fp)];
-            fps[*slot as usize] = *fp;
+            grouped[*slot as usize] = *fp;
             *slot += 1;
         }
         Run {
-            fps: fps.into_boxed_slice(),
+            fps: grouped.into_boxed_slice(),
             starts: starts.into_boxed_slice(),
             bits,
         }
@@ -199,9 +218,10 @@ impl UsedIds {
     /// many freezes. **O(1)**.
     #[doc(hidden)]
     pub fn with_recent_buckets(buckets: usize) -> Self {
-        let buckets = buckets.max(8).next_power_of_two();
+        let buckets = buckets.clamp(8, 1 << 16).next_power_of_two();
         UsedIds {
             recent: HashTable::new(),
+            recent_fps: Vec::new(),
             recent_max: buckets / 8 * 7,
             frozen: Vec::new(),
             frozen_len: 0,
@@ -224,17 +244,21 @@ impl UsedIds {
     /// on a filter positive (all of them, **O(n / R)**, when `fp` is a true duplicate
     /// of an old id).
     pub(crate) fn insert(&mut self, fp: Fingerprint) -> bool {
-        let eq = |k: &Fingerprint| *k == fp;
+        let log = &self.recent_fps;
+        let eq = |&p: &u16| log[usize::from(p)] == fp;
+        let hash = |&p: &u16| log[usize::from(p)].0;
+        // `recent_fps.len() < recent_max <= 2^16`.
+        let at = log.len() as u16;
         if self.recent.len() < self.recent.capacity() {
             // Room left: `entry` will not grow the table, so a refusal changes nothing,
             // and the slot it found is the one filled.
-            match self.recent.entry(fp.0, eq, first_word) {
+            match self.recent.entry(fp.0, eq, hash) {
                 Entry::Occupied(_) => return false,
                 Entry::Vacant(slot) => {
                     if in_frozen(&self.filter, &self.frozen, &fp) {
                         return false;
                     }
-                    slot.insert(fp);
+                    slot.insert(at);
                 }
             }
         } else {
@@ -243,9 +267,10 @@ impl UsedIds {
             if self.recent.find(fp.0, eq).is_some() || in_frozen(&self.filter, &self.frozen, &fp) {
                 return false;
             }
-            self.recent.insert_unique(fp.0, fp, first_word);
+            self.recent.insert_unique(fp.0, at, hash);
         }
-        if self.recent.len() >= self.recent_max {
+        self.recent_fps.push(fp);
+        if self.recent_fps.len() >= self.recent_max {
             self.freeze();
         }
         true
@@ -261,22 +286,27 @@ impl UsedIds {
     /// Whether `fp` is in the set. **O(1)** expected for a fingerprint not in it;
     /// **O(n / R)** for one in a frozen table (every frozen table may be probed).
     pub(crate) fn contains(&self, fp: &Fingerprint) -> bool {
-        self.recent.find(fp.0, |k| k == fp).is_some() || in_frozen(&self.filter, &self.frozen, fp)
+        let log = &self.recent_fps;
+        self.recent
+            .find(fp.0, |&p| log[usize::from(p)] == *fp)
+            .is_some()
+            || in_frozen(&self.filter, &self.frozen, fp)
     }
 
     /// Every fingerprint, in no particular order. **O(n)** for all of them.
     pub(crate) fn iter(&self) -> impl Iterator<Item = Fingerprint> + '_ {
-        self.recent
+        self.recent_fps
             .iter()
             .chain(self.frozen.iter().flat_map(|r| r.fps.iter()))
             .copied()
     }
 
-    /// Heap bytes held: the recent table (buckets of 17 bytes plus a trailing group
-    /// of control bytes), the frozen runs (16 bytes per fingerprint and 4 per group),
+    /// Heap bytes held: the recent table (buckets of 3 bytes plus a trailing group of
+    /// control bytes) and fingerprints (16 bytes each), the frozen runs (16 bytes per fingerprint and 4 per group),
     /// the list of runs, and the filter. **O(1)**: every run has the same size.
     pub fn heap_bytes(&self) -> usize {
         table_bytes(self.recent.capacity())
+            + self.recent_fps.capacity() * std::mem::size_of::<Fingerprint>()
             + self.frozen.first().map_or(0, Run::heap_bytes) * self.frozen.len()
             + self.frozen.capacity() * std::mem::size_of::<Run>()
             + self.filter.heap_bytes()
@@ -289,7 +319,7 @@ impl UsedIds {
     /// it. **O(R)**, plus **O(n)** at a
     /// doubling: **O(1)** amortized per fingerprint.
     fn freeze(&mut self) {
-        let run = Run::from_table(&self.recent);
+        let run = Run::from_fps(&self.recent_fps);
         let after = self.frozen_len + run.fps.len();
         if after > self.filter.keys {
             let mut keys = self.filter.keys.max(2 * self.recent_max);
@@ -308,8 +338,15 @@ impl UsedIds {
             // a freeze by a little does not hold a whole empty table (at 10^5 records
             // that was 3 bytes per record). Growing rehashes: O(1) amortized.
             self.recent = HashTable::new();
+            self.recent_fps = Vec::new();
         } else {
             self.recent.clear();
+            if self.frozen.len() == KEEP_RECENT_AFTER {
+                // Kept from now on: exactly one run's worth, not the doubling's slack.
+                self.recent_fps = Vec::with_capacity(self.recent_max);
+            } else {
+                self.recent_fps.clear();
+            }
         }
     }
 
@@ -317,6 +354,26 @@ impl UsedIds {
     /// **O(n)**.
     pub(crate) fn check(&self) -> Result<(), String> {
         ensure!(self.recent.len() < self.recent_max, "recent is not full");
+        ensure_eq!(
+            self.recent.len(),
+            self.recent_fps.len(),
+            "one position per recent fingerprint"
+        );
+        let mut positions: Vec<u16> = self.recent.iter().copied().collect();
+        positions.sort_unstable();
+        ensure!(
+            positions
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| usize::from(p) == i),
+            "every recent position is in the table once"
+        );
+        for (i, fp) in self.recent_fps.iter().enumerate() {
+            ensure!(
+                self.recent.find(fp.0, |&p| usize::from(p) == i).is_some(),
+                "recent fingerprint {i} is found by its first word"
+            );
+        }
         let mut seen = std::collections::HashSet::new();
         for fp in self.iter() {
             ensure!(seen.insert(fp), "{fp:?} is in one table once");
@@ -350,26 +407,21 @@ impl UsedIds {
     }
 }
 
-/// The hash the tables use: the fingerprint's first word, already keyed and mixed.
-fn first_word(fp: &Fingerprint) -> u64 {
-    fp.0
-}
-
 /// Whether `fp` is in a frozen table: the filter first, then the tables newest first
 /// (a repeated id is most often a recent one).
 fn in_frozen(filter: &BlockFilter, frozen: &[Run], fp: &Fingerprint) -> bool {
     filter.may_contain_fp(fp) && frozen.iter().rev().any(|r| r.contains(fp))
 }
 
-/// Bytes of a `hashbrown` table of fingerprints with this capacity: buckets are the
-/// next power of two above `cap * 8 / 7`, each 16 bytes plus a control byte, and a
-/// trailing group of 16 control bytes.
+/// Bytes of the `hashbrown` table of recent positions with this capacity: buckets are
+/// the next power of two above `cap * 8 / 7`, each 2 bytes (padded to a group of 16)
+/// plus a control byte, and a trailing group of 16 control bytes.
 fn table_bytes(cap: usize) -> usize {
     if cap == 0 {
         return 0;
     }
     let buckets = (cap * 8 / 7).next_power_of_two();
-    buckets * (std::mem::size_of::<Fingerprint>() + 1) + 16
+    (buckets * std::mem::size_of::<u16>()).next_multiple_of(16) + buckets + 16
 }
 
 /// A split-block Bloom filter (as in Parquet): each key sets one bit in each of the
@@ -399,6 +451,10 @@ fn coarse_bits(keys: usize, run: usize) -> usize {
         (keys * 8).next_power_of_two().clamp(64, 1 << 23)
     }
 }
+
+/// Keys of a run whose blocks are read ahead of their update (see
+/// `BlockFilter::insert_run`).
+const TOUCH_AHEAD: usize = 64;
 
 /// Parquet's SBBF salts: odd multipliers, one per word of a block.
 const SALT: [u32; 8] = [
@@ -484,8 +540,18 @@ impl BlockFilter {
     /// front to back, a few per page, instead of one page (a TLB miss, a cache miss)
     /// per key. **O(R)**.
     fn insert_run(&mut self, run: &Run) {
-        for fp in run.fps.iter() {
-            self.insert(fp.1);
+        for chunk in run.fps.chunks(TOUCH_AHEAD) {
+            // Read every block of the chunk before changing any: a short loop of
+            // independent loads, so their misses overlap, where the update loop's
+            // longer body lets fewer be in flight.
+            let mut touched = 0u32;
+            for fp in chunk {
+                touched ^= self.blocks[self.block_of(fp.1)][0];
+            }
+            std::hint::black_box(touched);
+            for fp in chunk {
+                self.insert(fp.1);
+            }
         }
         if !self.coarse.is_empty() {
             for fp in run.fps.iter() {
@@ -652,10 +718,11 @@ mod tests {
             used.insert(fp(mix(i), mix(!i)));
         }
         // 11 frozen runs of 896 fingerprints (16 bytes each) in 2^5 groups, the recent
-        // table of 1,024 buckets, the list of runs, a filter of 2-4 bytes per key.
+        // table of 1,024 buckets of 2-byte positions and its 896 fingerprints, the
+        // list of runs, a filter of 2-4 bytes per key.
         assert_eq!(used.frozen.len(), 11);
         let runs = 11 * (896 * 16 + 33 * 4);
-        let recent = 1024 * 17 + 16;
+        let recent = 1024 * 3 + 16 + 896 * 16;
         let list = used.frozen.capacity() * std::mem::size_of::<Run>();
         let filter = used.filter.blocks.len() * 32;
         assert_eq!(used.heap_bytes(), runs + recent + list + filter);
