@@ -86,9 +86,9 @@ pub enum AppendError {
     },
     /// A `tool_result` for a call the provider dropped
     /// ([withdrawn](crate::Tracker::withdraw_call)): no result may come for it, and
-    /// its `tool_use` is no longer a call in the log. Refused by a
-    /// [`compact::Log`](crate::compact::Log), which knows the withdrawn calls (a bare
-    /// tracker counts such a result as a duplicate).
+    /// its `tool_use` is no longer a call in the log. Refused by the compaction
+    /// layer's `Log`, which knows the withdrawn calls (a bare tracker counts such a
+    /// result as a duplicate).
     #[error(
         "record {at}: tool_result for call {call_id:?}, which was withdrawn (the provider dropped its tool_use)"
     )]
