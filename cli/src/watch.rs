@@ -61,6 +61,14 @@ impl Watch {
             Detail::Closed(Content::ServerResult { id, .. }) => {
                 out.push(json!({"event": "call_answered", "record": at, "call_id": id.as_str()}));
             }
+            Detail::Dropped {
+                records_after,
+                call_id: Some(id),
+            } => {
+                // An Anthropic `fallback`: the API dropped this call; no result comes.
+                let record = self.tracker.len().saturating_sub(records_after + 1);
+                out.push(json!({"event": "call_withdrawn", "record": record, "call_id": id.as_str(), "pending": self.tracker.pending_count()}));
+            }
             Detail::Usage(u) => {
                 out.push(json!({
                     "event": "usage",

@@ -77,10 +77,16 @@ class Event:
     @staticmethod
     def turn_ended() -> Event:
         """The model's turn ended; no record may be left open."""
+    @staticmethod
+    def call_withdrawn(call_id: str) -> Event:
+        """The provider dropped the pending call ``call_id`` (an Anthropic ``fallback``
+        block): it waits for no result any more."""
     @property
     def kind(
         self,
-    ) -> Literal["record", "opened", "delta", "closed", "usage_reported", "turn_ended"]: ...
+    ) -> Literal[
+        "record", "opened", "delta", "closed", "usage_reported", "turn_ended", "call_withdrawn", "other"
+    ]: ...
     @property
     def tokens(self) -> Optional[int]:
         """The tokens of a ``delta`` or ``usage_reported`` event."""

@@ -234,6 +234,11 @@ pub(crate) fn append(py: Python<'_>, e: &AppendError) -> PyErr {
             ]
         }
         AppendError::Full { at } => vec![("variant", "full".into()), ("at", (*at).into())],
+        AppendError::ResultForWithdrawnCall { call_id, at } => vec![
+            ("variant", "result_for_withdrawn_call".into()),
+            ("call_id", call_id.as_str().into()),
+            ("at", (*at).into()),
+        ],
         _ => vec![("variant", "other".into())],
     };
     raise(py, "AppendError", message, &facts)
@@ -263,6 +268,10 @@ pub(crate) fn event(py: Python<'_>, e: &EventError) -> PyErr {
             ("at", (*at).into()),
             ("tokens", (*tokens).into()),
             ("before", (*before).into()),
+        ],
+        EventError::NotPending { call_id } => vec![
+            ("variant", "not_pending".into()),
+            ("call_id", call_id.as_str().into()),
         ],
         _ => vec![("variant", "other".into())],
     };

@@ -233,8 +233,17 @@ impl PyEvent {
         }
     }
 
-    /// `record`, `opened`, `delta`, `closed`, `usage_reported` or `turn_ended`.
-    /// **O(1)**.
+    /// The provider dropped the pending call `call_id` (an Anthropic `fallback`
+    /// block): it waits for no result any more. **O(1)**.
+    #[staticmethod]
+    fn call_withdrawn(call_id: String) -> Self {
+        PyEvent {
+            inner: Event::CallWithdrawn(CallId::from(call_id)),
+        }
+    }
+
+    /// `record`, `opened`, `delta`, `closed`, `usage_reported`, `turn_ended` or
+    /// `call_withdrawn`. **O(1)**.
     #[getter]
     fn kind(&self) -> &'static str {
         match self.inner {
@@ -243,7 +252,9 @@ impl PyEvent {
             Event::Delta { .. } => "delta",
             Event::Closed => "closed",
             Event::UsageReported { .. } => "usage_reported",
-            _ => "turn_ended",
+            Event::TurnEnded => "turn_ended",
+            Event::CallWithdrawn(_) => "call_withdrawn",
+            _ => "other",
         }
     }
 
@@ -386,6 +397,13 @@ impl From<Handled> for PyHandled {
                 kind: "resized",
                 at: Some(at),
                 tokens: Some(tokens),
+                ..blank
+            },
+            // `cut_after_is_legal`: whether the end of the log is legal now.
+            Handled::Withdrawn { at, end_is_legal } => PyHandled {
+                kind: "withdrawn",
+                at: Some(at),
+                cut_after_is_legal: Some(end_is_legal),
                 ..blank
             },
             Handled::TurnEnded { len, pending } => PyHandled {

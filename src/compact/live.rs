@@ -4,10 +4,10 @@
 use std::ops::Range;
 
 use super::apply::ApplyError;
-use super::{ArgumentPolicy, Entry, Log, Plan};
+use super::{ArgumentPolicy, Entry, Log, Payload, Plan};
 #[cfg(doc)]
 use crate::ReplaceError;
-use crate::{AppendError, Appended, Event, EventError, Handled};
+use crate::{AppendError, Appended, Event, EventError, Handled, Record};
 
 impl Log {
     /// Appends `entry` open, as [`Tracker::open`](crate::Tracker::open): it may grow
@@ -17,6 +17,7 @@ impl Log {
     /// # Errors
     /// Whatever [`Tracker::open`](crate::Tracker::open) refuses.
     pub fn open(&mut self, entry: Entry) -> Result<Appended, AppendError> {
+        self.check_withdrawn(&entry.record)?;
         let appended = self.tracker.open(entry.record.clone())?;
         self.pushed(entry);
         Ok(appended)
@@ -25,7 +26,14 @@ impl Log {
     /// Applies one event of a live turn to the tracker and mirrors it in the entries:
     /// a record event appends an entry with no payload (use [`append`](Log::append) or
     /// [`open`](Log::open) to attach one); a delta or usage report resizes the last
-    /// entry's record. **O(1)** amortized, as [`Tracker::handle`](crate::Tracker::handle).
+    /// entry's record; a [withdrawn call](Event::CallWithdrawn) becomes what the
+    /// provider readers make of a block the API dropped (`format::build` of a text
+    /// block): an `assistant` record of the same size and binding, with no payload
+    /// ([`Payload::Kept`] stays kept), and its message stops being a tool group when
+    /// it holds no other call. **O(1)** amortized, as
+    /// [`Tracker::handle`](crate::Tracker::handle) (a withdrawal: **O(m)** for its
+    /// message's `m` records). From then on a `tool_result` naming the withdrawn
+    /// call is refused ([`AppendError::ResultForWithdrawnCall`]).
     ///
     /// ```
     /// use cutpoint::compact::{Entry, Log, Payload};
@@ -46,7 +54,14 @@ impl Log {
     /// as it was.
     pub fn handle(&mut self, event: Event) -> Result<Handled, EventError> {
         let pushed = match &event {
-            Event::Record(r) | Event::Opened(r) => Some(r.clone()),
+            Event::Record(r) | Event::Opened(r) => {
+                self.check_withdrawn(r)?;
+                Some(r.clone())
+            }
+            _ => None,
+        };
+        let withdrawn = match &event {
+            Event::CallWithdrawn(id) => Some(id.clone()),
             _ => None,
         };
         let handled = self.tracker.handle(event)?;
@@ -62,9 +77,53 @@ impl Log {
                 }
                 self.changes += 1;
             }
+            Handled::Withdrawn { at, .. } => {
+                if let Some(id) = withdrawn {
+                    self.interim.remove(&id);
+                    self.withdrawn.insert(id);
+                }
+                self.call_withdrawn(at);
+            }
             _ => self.changes += 1,
         }
         Ok(handled)
+    }
+
+    /// Entry `at`, whose call the tracker just withdrew, as an `assistant` record
+    /// (see [`handle`](Log::handle)). **O(m)** for its message's `m` records.
+    fn call_withdrawn(&mut self, at: usize) {
+        let Some(entry) = self.entries.get_mut(at) else {
+            return;
+        };
+        let record = Record::assistant(entry.record.tokens());
+        entry.record = if entry.record.is_bound_to_previous() {
+            record.bound_to_previous()
+        } else {
+            record
+        };
+        if !entry.kept() {
+            entry.payload = Payload::None;
+        }
+        let entries = &self.entries;
+        self.structure
+            .call_withdrawn(at, entries.len(), |i| &entries[i].record);
+        self.changes += 1;
+    }
+
+    /// Entry `at` is thinking the provider dropped (an Anthropic `fallback` block
+    /// follows it in its message): its payload goes, as the provider readers read such
+    /// a block (text). Returns whether it was thinking; other entries are left alone.
+    /// **O(1)**.
+    #[cfg(feature = "formats")]
+    pub(crate) fn reasoning_dropped(&mut self, at: usize) -> bool {
+        match self.entries.get_mut(at) {
+            Some(entry) if entry.reasoning().is_some() => {
+                entry.payload = Payload::None;
+                self.changes += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Replaces the payload of the last entry (a streamed call's, once its arguments

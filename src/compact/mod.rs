@@ -39,7 +39,7 @@ mod structure;
 mod summary;
 pub mod validate;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 pub use apply::{Applied, ApplyError, Outcome};
 pub use edit::{EditError, Rewrite};
@@ -294,6 +294,9 @@ pub struct Log {
     structure: structure::Structure,
     /// Pending calls that reported an interim result: the `appended` count then.
     interim: HashMap<CallId, u64>,
+    /// Calls the provider dropped ([`Event::CallWithdrawn`](crate::Event::CallWithdrawn)):
+    /// a result naming one is refused. Empty unless a stream fell back.
+    withdrawn: HashSet<CallId>,
     /// Position of the latest compaction record ([`Entry::compaction`]). Nothing at
     /// or before it is ever replaced, removed or edited, so it never moves.
     compaction: Option<usize>,
@@ -335,9 +338,28 @@ impl Log {
     /// # Errors
     /// Whatever [`Tracker::append`] refuses.
     pub fn append(&mut self, entry: Entry) -> Result<Appended, AppendError> {
+        self.check_withdrawn(&entry.record)?;
         let appended = self.tracker.append(entry.record.clone())?;
         self.pushed(entry);
         Ok(appended)
+    }
+
+    /// Refuses a `tool_result` naming a withdrawn call
+    /// ([`AppendError::ResultForWithdrawnCall`]). **O(1)**: nothing to look up unless
+    /// a call was withdrawn.
+    pub(crate) fn check_withdrawn(&self, record: &Record) -> Result<(), AppendError> {
+        if self.withdrawn.is_empty() {
+            return Ok(());
+        }
+        match record.kind() {
+            RecordKind::ToolResult(id) if self.withdrawn.contains(id) => {
+                Err(AppendError::ResultForWithdrawnCall {
+                    call_id: id.clone(),
+                    at: self.entries.len(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Books an entry the tracker accepted: the entries, the shape, the counters.

@@ -20,7 +20,8 @@
 //!
 //! Kept where: in the compaction layer, not the core, because "user turn" and "tool
 //! group" depend on kinds the tracker does not otherwise read, and the strategies that
-//! use them live here. Cost: **O(1)** per appended record; a region replacement costs
+//! use them live here. Cost: **O(1)** per appended record (a withdrawn call: its
+//! message's length, see [`Structure::call_withdrawn`]); a region replacement costs
 //! **O(r + min(s, m))** for `r` records replaced and `s` starts before the last
 //! region's end or `m` from the first region's start on (whichever side is shorter,
 //! as the tracker does); in-place edits change nothing here.
@@ -70,6 +71,15 @@ impl Starts {
         let offset = self.offset;
         self.stored
             .partition_point(|v| v.wrapping_sub(offset) < pos)
+    }
+
+    /// Removes the start at `pos`, if there is one. **O(log n + min(i, n - i))** for
+    /// the start's index `i` of `n`: **O(log n)** for the last.
+    pub(crate) fn remove(&mut self, pos: usize) {
+        let i = self.index_at_or_after(pos);
+        if self.get(i) == Some(pos) {
+            self.stored.remove(i);
+        }
     }
 
     /// The starts in `from..to`, increasing. **O(log n)** to create, **O(1)** per item.
@@ -149,6 +159,36 @@ impl Structure {
         {
             self.groups.push(self.last_message);
         }
+    }
+
+    /// Record `at`, a `tool_use` until now, became a record of another kind (its call
+    /// was withdrawn, `Log::handle`); record `i` is read by `record(i)`, `len` of
+    /// them. Its message stops being a tool group when it holds no other `tool_use`.
+    /// Message starts and user turns do not change (the record keeps its binding).
+    /// **O(m + log g)** for a message of `m` records and `g` groups (**O(m)** in the
+    /// last message, the only one a stream decoder withdraws from).
+    pub(crate) fn call_withdrawn<'a>(
+        &mut self,
+        at: usize,
+        len: usize,
+        record: impl Fn(usize) -> &'a Record,
+    ) {
+        let start = if at >= self.last_message {
+            self.last_message
+        } else {
+            (0..=at)
+                .rev()
+                .find(|&i| starts_message(record(i), i))
+                .unwrap_or(0)
+        };
+        let mut i = start;
+        while i < len && (i == start || !starts_message(record(i), i)) {
+            if matches!(record(i).kind(), RecordKind::ToolUse(_)) {
+                return;
+            }
+            i += 1;
+        }
+        self.groups.remove(start);
     }
 
     /// Renumbers through `regions`, which held `gone_messages` message starts; the

@@ -84,6 +84,20 @@ pub enum AppendError {
         /// Position the refused record would have taken.
         at: usize,
     },
+    /// A `tool_result` for a call the provider dropped
+    /// ([withdrawn](crate::Tracker::withdraw_call)): no result may come for it, and
+    /// its `tool_use` is no longer a call in the log. Refused by the compaction
+    /// layer's `Log`, which knows the withdrawn calls (a bare tracker counts such a
+    /// result as a duplicate).
+    #[error(
+        "record {at}: tool_result for call {call_id:?}, which was withdrawn (the provider dropped its tool_use)"
+    )]
+    ResultForWithdrawnCall {
+        /// The withdrawn call's id.
+        call_id: CallId,
+        /// Position the refused result would have taken.
+        at: usize,
+    },
 }
 
 /// Why no legal cut was found: compaction should wait for the next turn boundary.
@@ -284,6 +298,14 @@ pub enum EventError {
         tokens: u64,
         /// Tokens of the records before it.
         before: u64,
+    },
+    /// A call was withdrawn ([`Event::CallWithdrawn`](crate::Event::CallWithdrawn))
+    /// that is not pending: no `tool_use` with its id waits for a result (it never
+    /// came, it was answered, or it was withdrawn already).
+    #[error("call {call_id:?} is not pending, so it cannot be withdrawn")]
+    NotPending {
+        /// The id asked for.
+        call_id: CallId,
     },
 }
 

@@ -1,9 +1,9 @@
 //! The events of a live turn, as [`Event`] documents; [`Handled`] says what each did.
-//! The operations behind them (open, grow, close, usage reports) are in
+//! The operations behind them (open, grow, close, usage reports, withdrawals) are in
 //! `tracker/input.rs`.
 
 use super::outcome::Appended;
-use crate::record::Record;
+use crate::record::{CallId, Record};
 
 /// One step of a live turn. An agent loop maps its provider's stream onto these and
 /// hands them to [`Tracker::handle`](crate::Tracker::handle) (or to the async adapter,
@@ -55,6 +55,12 @@ pub enum Event {
     /// The model's turn ended (its message is complete). No record may be left open;
     /// calls may still be pending (their tools run now).
     TurnEnded,
+    /// The provider dropped a call it had streamed: no result will come for it, so it
+    /// no longer waits for one (see [`Tracker::withdraw_call`](crate::Tracker::withdraw_call)).
+    /// An Anthropic response that falls back to another model mid-stream (a
+    /// `fallback` content block) drops every call before it; the stream decoder sends
+    /// this for each.
+    CallWithdrawn(CallId),
 }
 
 /// What [`Tracker::handle`](crate::Tracker::handle) did with an [`Event`].
@@ -92,5 +98,13 @@ pub enum Handled {
         len: usize,
         /// Calls whose result has not landed yet.
         pending: usize,
+    },
+    /// The call whose `tool_use` is at `at` was withdrawn: it waits for no result.
+    Withdrawn {
+        /// Position of its `tool_use`.
+        at: usize,
+        /// Whether cut `len` (the end of the log) is legal now: no other call is
+        /// pending and the last record is closed.
+        end_is_legal: bool,
     },
 }

@@ -24,7 +24,7 @@ pub(crate) struct State {
     /// `(id, position of its first result, positions of its later results)`, in log
     /// order.
     pub(crate) early: Vec<(String, u32, Vec<u32>)>,
-    /// Fingerprints of answered calls, sorted.
+    /// Fingerprints of completed calls (answered, covered or withdrawn), sorted.
     pub(crate) completed: Vec<[u64; 2]>,
     /// Orphan results, duplicate results, uses after result.
     pub(crate) anomalies: [u64; 3],

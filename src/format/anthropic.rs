@@ -51,6 +51,12 @@ pub(crate) struct RawBlock<'a> {
     pub(crate) signature: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     pub(crate) data: Option<JsonStr<'a>>,
+    /// A `fallback` block's model that declined (`{"model": ...}`).
+    #[serde(borrow, default)]
+    pub(crate) from: Option<&'a RawValue>,
+    /// A `fallback` block's model that continues (`{"model": ...}`).
+    #[serde(borrow, default)]
+    pub(crate) to: Option<&'a RawValue>,
 }
 
 /// What a content block is, as the reader and the stream decoder both see it.

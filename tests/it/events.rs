@@ -239,6 +239,115 @@ proptest! {
     }
 }
 
+/// Appends `ops` (a record, and whether to withdraw the latest pending call after it)
+/// and checks [`Tracker::withdraw_call`]'s documented promise against the reference
+/// over the log with each withdrawn call's record as an assistant record (same size
+/// and binding), built from scratch: exact (every cut, the pending calls) when every
+/// record after the call is bound to the previous one, the only case a stream decoder
+/// withdraws (and every withdrawal before it was exact); otherwise safe (no cut legal
+/// that the reference forbids) and exact at the end.
+fn withdraw_and_compare(ops: Vec<(Record, bool)>) {
+    let mut t = Tracker::new();
+    let mut log: Vec<Record> = Vec::new();
+    let mut exact = true;
+    for (record, withdraw) in ops {
+        if t.append(record.clone()).is_ok() {
+            log.push(record);
+        }
+        let Some((id, at)) = t
+            .pending_calls()
+            .into_iter()
+            .max_by_key(|p| p.at)
+            .map(|p| (p.id.clone(), p.at))
+        else {
+            continue;
+        };
+        if !withdraw {
+            continue;
+        }
+        // Exact while every withdrawal so far was: an inexact one leaves cuts behind.
+        exact &= log[at + 1..].iter().all(Record::is_bound_to_previous);
+        let before_withdrawal = t.observe();
+        let r = Record::assistant(log[at].tokens());
+        log[at] = if log[at].is_bound_to_previous() {
+            r.bound_to_previous()
+        } else {
+            r
+        };
+        assert_eq!(
+            ok(t.handle(Event::CallWithdrawn(id.clone()))),
+            Handled::Withdrawn {
+                at,
+                end_is_legal: reference::is_legal_cut(&log, log.len()),
+            }
+        );
+        t.assert_invariants();
+        // Withdrawing it again is refused and changes nothing.
+        let before = t.observe();
+        assert_eq!(
+            t.handle(Event::CallWithdrawn(id.clone())),
+            Err(EventError::NotPending {
+                call_id: id.clone()
+            })
+        );
+        assert_eq!(t.observe(), before);
+        assert_ne!(before, before_withdrawal);
+        let len = log.len();
+        for c in 0..=len {
+            let want = reference::is_legal_cut(&log, c);
+            if exact || c == len {
+                assert_eq!(t.is_legal_cut(c), want, "cut {c} of {log:?}");
+            } else {
+                assert!(!t.is_legal_cut(c) || want, "cut {c} of {log:?}");
+            }
+        }
+        let mut pending: Vec<&str> = t.pending_calls().iter().map(|p| p.id.as_str()).collect();
+        let mut want: Vec<&str> = reference::pending_calls_at(&log, len).into_iter().collect();
+        pending.sort_unstable();
+        want.sort_unstable();
+        // The reference counts ids with no result before the end; the tracker refuses
+        // reused ids, so the sets agree.
+        let pending: Vec<String> = pending.into_iter().map(str::to_owned).collect();
+        let want: Vec<String> = want.into_iter().map(str::to_owned).collect();
+        assert_eq!(pending, want, "{log:?}");
+    }
+    // Whatever came after, the cuts decided since a withdrawal are the reference's.
+    t.assert_invariants();
+    assert_eq!(
+        t.is_legal_cut(log.len()),
+        reference::is_legal_cut(&log, log.len())
+    );
+}
+
+/// Logs whose assistant messages are mostly bound together (so withdrawals are
+/// usually exact), with the adversarial kinds and ids.
+fn withdrawal_log() -> impl Strategy<Value = Vec<(Record, bool)>> {
+    (
+        adversarial_log(),
+        proptest::collection::vec(proptest::bool::weighted(0.3), 30),
+    )
+        .prop_map(|(records, withdraw)| {
+            records
+                .into_iter()
+                .zip(withdraw)
+                .map(|((r, _), w)| {
+                    let bound =
+                        matches!(r.kind(), RecordKind::ToolUse(_) | RecordKind::Assistant) && w;
+                    (if bound { r.bound_to_previous() } else { r }, w)
+                })
+                .collect()
+        })
+}
+
+proptest! {
+    #![proptest_config(Config { cases: 2_000, failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn withdrawn_calls_agree_with_the_reference(ops in withdrawal_log()) {
+        withdraw_and_compare(ops);
+    }
+}
+
 /// The mid-turn shape: an assistant message whose calls stream, then results landing
 /// out of order. The cut after the last call's close stays illegal until every result
 /// is in, and becomes legal with the last one.

@@ -8,6 +8,7 @@ mod compact;
 mod compact_chat;
 mod edits;
 mod events;
+mod fallback;
 mod faults;
 mod format_golden;
 mod format_robustness;

@@ -704,6 +704,32 @@ pub(crate) fn finished(items: &[Decoded]) -> (Vec<Entry>, Option<Entry>) {
                     .expect("a record to resize");
                 e.record = e.record.clone().with_tokens(*tokens);
             }
+            (
+                _,
+                Detail::Dropped {
+                    records_after,
+                    call_id,
+                },
+            ) => {
+                // A record the provider dropped (an Anthropic `fallback` followed it),
+                // as the Anthropic reader reads it: a call becomes an assistant record
+                // with its binding and size, thinking loses its reasoning payload.
+                let at = done.len() - 1 - records_after;
+                let e = &mut done[at];
+                if call_id.is_some() {
+                    let r = Record::assistant(e.record.tokens());
+                    e.record = if e.record.is_bound_to_previous() {
+                        r.bound_to_previous()
+                    } else {
+                        r
+                    };
+                    if !e.kept() {
+                        e.payload = Payload::None;
+                    }
+                } else if e.reasoning().is_some() {
+                    e.payload = Payload::None;
+                }
+            }
             (None, Detail::Ended(end)) => {
                 if let (Some(c @ Content::Call { .. }), Some(e)) = (&end.left_open, open.as_mut()) {
                     e.payload = c.payload();

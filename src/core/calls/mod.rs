@@ -242,6 +242,15 @@ impl CallBook {
         }
     }
 
+    /// Withdraws the pending call with this fingerprint: it waits for no result any
+    /// more and counts as completed (its id stays used, so a later `tool_use` with it
+    /// is refused as a reuse, and a later result is a duplicate). Returns where its
+    /// `tool_use` is; `None` (and nothing changed) when no such call is pending.
+    /// **O(1)** expected: it leaves `pending` and stays in `used`.
+    pub(crate) fn withdraw(&mut self, fp: &Fingerprint) -> Option<u32> {
+        self.pending.remove(fp).map(|p| p.at)
+    }
+
     /// Whether any record (call, result or summary) with this fingerprint was seen.
     /// **O(1)** expected.
     pub(crate) fn seen_any(&self, fp: &Fingerprint) -> bool {

@@ -1,6 +1,6 @@
 //! The only place a tracker's state changes: appending records (and their fast path),
-//! open records growing and closing, events, the caps and mode, and replacing a
-//! compacted region in place.
+//! open records growing and closing, calls withdrawn, events, the caps and mode, and
+//! replacing a compacted region in place.
 //!
 //! A record's trip: [`Tracker::append`] splits it into its parts (no rebuild),
 //! hashes a tool record's call id **once** into a fingerprint, asks
@@ -330,6 +330,65 @@ impl Tracker {
         Ok(())
     }
 
+    /// Withdraws the pending call `id`: the provider dropped its `tool_use` (an
+    /// Anthropic response that fell back to another model mid-stream drops every call
+    /// before its `fallback` block), so no result will come and none is waited for.
+    /// From now on the record counts as an assistant record: the call is no longer
+    /// pending, and cut `len` becomes legal if no other call is pending and the last
+    /// record is closed (an open record's close decides it, as usual). The id stays
+    /// used: a later `tool_use` with it is refused as a reuse
+    /// ([`AppendError::DuplicateCall`]), and a later result with it is a duplicate.
+    /// Returns the position of the call's `tool_use`. **O(1)** expected, plus one hash
+    /// of the id.
+    ///
+    /// **Cuts already decided stay as decided.** The cuts between the call and the end
+    /// (`at + 1..len`) were decided while it was pending, so none of them is legal,
+    /// and the tracker keeps no record kinds to decide them again. That is exact when
+    /// every record after the call is [bound to the previous
+    /// one](Record::bound_to_previous) (rule (c) forbids those cuts anyway): one
+    /// message still streaming, the only case a stream decoder withdraws a call. Then
+    /// (and if every call withdrawn before was withdrawn so too) its legal cuts and
+    /// pending calls are exactly those of a tracker built from scratch with the call's
+    /// record as an assistant record of the same size and binding
+    /// (`tests/it/events.rs`, `withdrawn_calls_agree_with_the_reference`, checks this
+    /// against the reference, and the safety of the other case).
+    /// Otherwise it is still safe (no illegal cut becomes legal), at a cost: the cuts
+    /// that only this call forbade between `at + 1` and `len - 1` stay illegal, so a
+    /// compaction may have to end earlier than a rebuilt tracker would let it (until
+    /// one compacts past them).
+    ///
+    /// ```
+    /// use cutpoint::{CallId, Record, Tracker};
+    /// let mut t = Tracker::new();
+    /// t.append(Record::user(100))?;
+    /// t.append(Record::assistant(10))?;
+    /// t.append(Record::tool_use("toolu_1", 20).bound_to_previous())?;
+    /// assert!(!t.is_legal_cut(3)); // the call waits for its result
+    /// assert_eq!(t.withdraw_call(&CallId::from("toolu_1")), Ok(2));
+    /// assert!(t.is_legal_cut(3) && t.pending_count() == 0);
+    /// // A call that is not pending (any more) is refused; nothing changes.
+    /// assert!(t.withdraw_call(&CallId::from("toolu_1")).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`EventError::NotPending`] when no call with this id is pending; the tracker is
+    /// then unchanged.
+    pub fn withdraw_call(&mut self, id: &CallId) -> Result<usize, EventError> {
+        let fp = self.calls.fingerprint(id);
+        let Some(at) = self.calls.withdraw(&fp) else {
+            return Err(EventError::NotPending {
+                call_id: id.clone(),
+            });
+        };
+        let len = self.len();
+        // Invariant 3: with the call pending, cut `len` was not legal.
+        if !self.last_open && self.cut_at_len_is_legal() && self.cuts.last() < len {
+            self.cuts.push(len);
+        }
+        Ok(at as usize)
+    }
+
     /// Applies one event of a live turn. **O(1)** amortized (see each operation).
     ///
     /// ```
@@ -385,6 +444,13 @@ impl Tracker {
                 Handled::TurnEnded {
                     len: self.len(),
                     pending: self.pending_count(),
+                }
+            }
+            Event::CallWithdrawn(id) => {
+                let at = self.withdraw_call(&id)?;
+                Handled::Withdrawn {
+                    at,
+                    end_is_legal: self.is_legal_cut(self.len()),
                 }
             }
         })
@@ -629,6 +695,134 @@ mod tests {
                 len: 1
             })
         );
+        t.assert_invariants();
+    }
+
+    /// A user message, then one assistant message: text and two calls, `a` and `b`.
+    fn two_calls() -> Tracker {
+        let mut t = Tracker::new();
+        t.append(Record::user(100)).unwrap();
+        t.append(Record::assistant(10)).unwrap();
+        t.append(Record::tool_use("a", 20).bound_to_previous())
+            .unwrap();
+        t.append(Record::tool_use("b", 30).bound_to_previous())
+            .unwrap();
+        t
+    }
+
+    /// What a refused withdrawal must leave as it was.
+    fn state(t: &Tracker) -> (usize, u64, Vec<usize>, Vec<(String, usize)>, usize) {
+        (
+            t.len(),
+            t.total_tokens(),
+            t.legal_cuts().collect(),
+            t.pending_calls()
+                .iter()
+                .map(|p| (p.id.to_string(), p.at))
+                .collect(),
+            t.completed_calls(),
+        )
+    }
+
+    #[test]
+    fn withdrawing_a_call_that_is_not_pending_changes_nothing() {
+        let mut t = two_calls();
+        t.append(Record::tool_result("b", 5)).unwrap();
+        let before = state(&t);
+        // Never called, answered, and an empty id.
+        for id in ["nope", "b", ""] {
+            assert_eq!(
+                t.withdraw_call(&CallId::from(id)),
+                Err(EventError::NotPending {
+                    call_id: CallId::from(id)
+                }),
+                "{id:?}"
+            );
+            assert_eq!(state(&t), before, "{id:?}");
+        }
+        assert_eq!(t.withdraw_call(&CallId::from("a")), Ok(2));
+        // Withdrawn already.
+        let withdrawn = state(&t);
+        let again = t.handle(Event::CallWithdrawn(CallId::from("a")));
+        assert_eq!(
+            again,
+            Err(EventError::NotPending {
+                call_id: CallId::from("a")
+            })
+        );
+        assert!(again.unwrap_err().to_string().contains("\"a\""));
+        assert_eq!(state(&t), withdrawn);
+        t.assert_invariants();
+    }
+
+    #[test]
+    fn withdrawing_the_last_pending_call_makes_the_end_legal() {
+        let mut t = two_calls();
+        assert_eq!(
+            t.handle(Event::CallWithdrawn(CallId::from("a"))),
+            Ok(Handled::Withdrawn {
+                at: 2,
+                end_is_legal: false
+            }),
+            "b still waits"
+        );
+        assert!(!t.is_legal_cut(4));
+        assert_eq!(
+            t.handle(Event::CallWithdrawn(CallId::from("b"))),
+            Ok(Handled::Withdrawn {
+                at: 3,
+                end_is_legal: true
+            })
+        );
+        assert_eq!(t.pending_count(), 0);
+        assert_eq!(t.completed_calls(), 2);
+        // Cuts 2 and 3 split the message (rule (c)), as in a log built from scratch.
+        assert_eq!(t.legal_cuts().collect::<Vec<_>>(), [0, 1, 4]);
+        t.assert_invariants();
+    }
+
+    #[test]
+    fn a_call_withdrawn_while_open_leaves_the_end_to_its_close() {
+        let mut t = Tracker::new();
+        t.append(Record::user(100)).unwrap();
+        t.open(Record::tool_use("a", 0)).unwrap();
+        assert_eq!(t.withdraw_call(&CallId::from("a")), Ok(1));
+        assert!(!t.is_legal_cut(2), "the record still streams");
+        t.assert_invariants();
+        assert_eq!(t.close(), Ok(true));
+        assert!(t.is_legal_cut(2));
+        t.assert_invariants();
+    }
+
+    #[test]
+    fn a_withdrawn_id_stays_used() {
+        let mut t = two_calls();
+        t.withdraw_call(&CallId::from("a")).unwrap();
+        t.withdraw_call(&CallId::from("b")).unwrap();
+        // A new call reusing it is refused, as for an answered call.
+        assert_eq!(
+            t.append(Record::tool_use("a", 1)),
+            Err(AppendError::DuplicateCall {
+                call_id: CallId::from("a"),
+                at: 4,
+                first_use: None
+            })
+        );
+        // A result for it is a duplicate (lenient), refused in strict mode.
+        let appended = t.append(Record::tool_result("a", 1)).unwrap();
+        assert_eq!(appended.anomaly, Some(Anomaly::DuplicateResult));
+        assert!(appended.cut_after_is_legal);
+        let mut strict = two_calls().in_mode(crate::Mode::Strict);
+        strict.withdraw_call(&CallId::from("a")).unwrap();
+        assert!(matches!(
+            strict.append(Record::tool_result("a", 1)),
+            Err(AppendError::Violation(_))
+        ));
+        // And a summary may not cover it.
+        assert!(matches!(
+            t.append(Record::summary([CallId::from("b")], 3)),
+            Err(AppendError::CoveredIdSeen { .. })
+        ));
         t.assert_invariants();
     }
 

@@ -19,7 +19,11 @@ use crate::record::{CallId, Record};
 ///
 /// - **Input**: [`append`](Tracker::append) one record at a time, in log order, as the
 ///   turn streams in. **O(1)** amortized (plus hashing the call id of a tool record).
-///   A refused record (an [`AppendError`]) leaves the tracker exactly as it was.
+///   A refused record (an [`AppendError`]) leaves the tracker exactly as it was. A
+///   record may also stream in ([`open`](Tracker::open), [`grow`](Tracker::grow),
+///   [`close`](Tracker::close), or [`handle`](Tracker::handle) of an
+///   [`Event`](crate::Event)), and a call the provider dropped may be withdrawn
+///   ([`withdraw_call`](Tracker::withdraw_call)): it waits for no result.
 /// - **Queries**, at any moment between appends: [`select_legal_cut`](Tracker::select_legal_cut)
 ///   (the seed's selector, **O(log n)**), [`is_legal_cut`](Tracker::is_legal_cut),
 ///   [`legal_cut_at_or_before`](Tracker::legal_cut_at_or_before),
@@ -63,11 +67,15 @@ use crate::record::{CallId, Record};
 /// 1. `sums` has one inclusive prefix sum per record, never decreasing; the last is
 ///    `total_tokens`.
 /// 2. `cuts` is strictly increasing, starts with 0, and holds exactly the legal cuts
-///    `<= len` under the rules above, given the records appended so far.
+///    `<= len` under the rules above, given the records appended so far. A
+///    [withdrawn](Tracker::withdraw_call) call's record counts as an assistant record
+///    for the cuts decided after its withdrawal; the cuts decided before stay (so
+///    `cuts` may lack some of the cuts between it and the end, never holds an illegal
+///    one, and is exact when every record after it is bound to the previous one).
 /// 3. `len` is a legal cut if and only if no call is pending and the last record is not
 ///    open (still streaming, see [`open`](Tracker::open)).
 /// 4. A call id is in at most one of: pending (use seen, no result), early (result seen,
-///    no use), completed (both seen, or covered by a summary). Every pending call and
+///    no use), completed (both seen, covered by a summary, or withdrawn). Every pending call and
 ///    early result lies inside the log; an early result's duplicates follow it, in
 ///    order (a compaction that drops the first promotes the next).
 ///
@@ -313,7 +321,8 @@ impl Tracker {
         self.anomalies
     }
 
-    /// Number of calls answered so far (in either order). **O(1)**.
+    /// Number of calls answered so far (in either order), covered by a summary, or
+    /// [withdrawn](Tracker::withdraw_call). **O(1)**.
     pub fn completed_calls(&self) -> usize {
         self.calls.completed_len()
     }

@@ -9,14 +9,27 @@
 //! `message_stop` ends the turn. A block still open at `message_stop` (the API sends
 //! no `content_block_stop` for a `tool_use` cut off by `max_tokens`) stays open when it
 //! is a call, flagged truncated under a length stop.
+//!
+//! A `fallback` block (a safety classifier refused mid-stream and the API retried on a
+//! fallback model within the same response) is a control item, kept where it is
+//! ([`Payload::Kept`](crate::compact::Payload::Kept)). The thinking and calls before
+//! it were dropped by the API: the client sends no result for such a call. So, as the
+//! Anthropic reader reads a finished message (text), each of them is
+//! [`Detail::Dropped`](super::Detail::Dropped) before the `fallback` record opens: a
+//! call still waiting for its result is withdrawn ([`Event::CallWithdrawn`]), thinking
+//! loses its reasoning payload.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
-use super::{At, Content, ErrorBody, Provider, RawUsage, StreamError, Usage};
+use super::{At, Content, ErrorBody, FALLBACK, Provider, RawUsage, StreamError, Usage};
 use crate::CallId;
+#[cfg(doc)]
+use crate::Event;
 use crate::format::anthropic::{BlockKind, RawBlock, needs_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
@@ -61,7 +74,7 @@ struct Message {
 }
 
 /// The state between events: the open block's index, the message's input usage and
-/// stop reason.
+/// stop reason, and what a `fallback` block would drop.
 #[derive(Default)]
 pub(crate) struct State {
     open_index: Option<u64>,
@@ -69,6 +82,44 @@ pub(crate) struct State {
     start_input: Option<String>,
     input: Usage,
     stop_reason: Option<String>,
+    /// The message's thinking blocks and calls since its start or its last `fallback`
+    /// block, in order: what the next `fallback` block drops.
+    droppable: Vec<Droppable>,
+    /// The calls among them, by id: their slot in `droppable`, to mark one answered
+    /// when a result block in the stream names it.
+    calls: HashMap<CallId, usize>,
+}
+
+/// A record of the message that a `fallback` block would drop.
+struct Droppable {
+    /// Its index in the response.
+    index: usize,
+    /// A call's id; `None` for thinking.
+    call_id: Option<CallId>,
+    /// A call answered in the stream since (a server call's result block): not
+    /// pending, so there is nothing to withdraw.
+    answered: bool,
+}
+
+/// Checks a `fallback` block's documented shape (the Anthropic SDKs'
+/// `BetaFallbackBlock`: `from` and `to`, each `{"model": "..."}`, and a `trigger`,
+/// which is not read): a block without them is not a fallback the API sends, and
+/// dropping the calls before it on its word would lose pending calls. **O(len)**.
+fn fallback_shape(block: &RawBlock<'_>) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Hop<'a> {
+        #[serde(borrow, default)]
+        model: Option<JsonStr<'a>>,
+    }
+    for (field, raw) in [("from", block.from), ("to", block.to)] {
+        let raw = raw.ok_or_else(|| format!("fallback block without `{field}`"))?;
+        let hop: Hop<'_> = serde_json::from_str(raw.get())
+            .map_err(|_| format!(r#"fallback block whose `{field}` is not {{"model": "..."}}"#))?;
+        if hop.model.is_none() {
+            return Err(format!("fallback block whose `{field}` names no model"));
+        }
+    }
+    Ok(())
 }
 
 /// Stop reasons that mean the output hit a length limit.
@@ -178,22 +229,25 @@ impl State {
             return Err(at.malformed("content_block_start with a block without a type"));
         }
         let kind = block.kind();
-        let bound = out.records() > 0;
+        let index = out.records();
+        let bound = index > 0;
         let (content, initial) = match block.classify() {
             BlockKind::Text => (Content::text(), opt_str(&block.text)),
             BlockKind::Thinking { redacted: false } => {
                 let signature = opt_str(&block.signature).filter(|s| !s.is_empty());
                 let content = Content::thinking(signature.map(str::to_owned), false);
+                self.droppable(index, None);
                 (content, opt_str(&block.thinking))
             }
             BlockKind::Thinking { redacted: true } => {
                 // Opaque: its data goes back as it came and is counted as its size.
                 let data = opt_str(&block.data).unwrap_or_default();
                 let content = Content::thinking(Some(data.to_owned()), true);
+                self.droppable(index, None);
                 return out.open(at, content, bound, out.count(data));
             }
             BlockKind::Call { id, server } => {
-                let id = needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?;
+                let id = CallId::from(needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?);
                 // An input given whole at the start (not `{}`, which deltas replace,
                 // or which stands when none come).
                 let input = match block.input.map(RawValue::get) {
@@ -204,16 +258,51 @@ impl State {
                     input => input,
                 };
                 let name = opt_str(&block.name).unwrap_or_default();
-                return out.open_call(at, bound, CallId::from(id), name, server, None, input);
+                self.droppable(index, Some(id.clone()));
+                return out.open_call(at, bound, id, name, server, None, input);
             }
             BlockKind::Result { id, .. } => {
                 let id = needs_id(id, kind, "a tool_use_id").map_err(|m| at.malformed(m))?;
+                if let Some(slot) = self.calls.remove(id) {
+                    self.droppable[slot].answered = true;
+                }
                 let content = Content::server_result(id, kind);
                 (content, block.content.map(RawValue::get))
+            }
+            BlockKind::Other if kind == FALLBACK => {
+                fallback_shape(&block).map_err(|m| at.malformed(m))?;
+                self.fallback(out);
+                (Content::other(kind), None)
             }
             BlockKind::Compaction | BlockKind::Other => (Content::other(kind), None),
         };
         out.open_with(at, content, bound, initial)
+    }
+
+    /// Notes record `index` of the response, thinking or (with its id) a call, as one
+    /// a `fallback` block would drop. **O(1)** amortized (plus copying the id).
+    fn droppable(&mut self, index: usize, call_id: Option<CallId>) {
+        if let Some(id) = &call_id {
+            self.calls.insert(id.clone(), self.droppable.len());
+        }
+        self.droppable.push(Droppable {
+            index,
+            call_id,
+            answered: false,
+        });
+    }
+
+    /// A `fallback` block starts (no record is open: the block before it closed):
+    /// every thinking block and call before it was dropped by the API. Each is
+    /// [dropped](Emitter::dropped), in order: a call not answered in the stream is
+    /// withdrawn. **O(k)** for the `k` records dropped.
+    fn fallback(&mut self, out: &mut Emitter) {
+        self.calls.clear();
+        for d in std::mem::take(&mut self.droppable) {
+            if !d.answered {
+                out.dropped(d.index, d.call_id);
+            }
+        }
     }
 
     /// The message's usage: input from `message_start`, output from `message_delta`.

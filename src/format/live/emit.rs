@@ -376,6 +376,22 @@ impl Emitter {
         }
     }
 
+    /// Record `index` of the current response (from 0) was dropped by the provider
+    /// ([`Detail::Dropped`]): a call still waiting for its result (`call_id`), which
+    /// the tracker stops waiting for ([`Event::CallWithdrawn`]), or thinking (`None`).
+    /// **O(1)** plus copying the id.
+    pub(crate) fn dropped(&mut self, index: usize, call_id: Option<CallId>) {
+        let records_after = self.response.records.saturating_sub(index + 1);
+        let event = call_id.clone().map(Event::CallWithdrawn);
+        self.emit(
+            event,
+            Detail::Dropped {
+                records_after,
+                call_id,
+            },
+        );
+    }
+
     /// The provider's usage: the response's last record takes the output tokens its
     /// earlier records did not count (at least 0). **O(1)**.
     pub(crate) fn usage(&mut self, usage: Usage) {

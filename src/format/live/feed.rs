@@ -9,7 +9,10 @@ use crate::{CallId, Event, EventError, Handled, Record, Tracker};
 
 /// What takes [`Decoded`] items: a [`Tracker`] (the events) or a [`Log`] (the events
 /// with each record's payload: a call's name and arguments, a server result's
-/// content).
+/// content). A [dropped](Detail::Dropped) record changes a log as the provider
+/// readers read the finished message: a withdrawn call becomes an `assistant` record
+/// without payload ([`Log::handle`] of [`Event::CallWithdrawn`]), dropped thinking
+/// loses its [`Payload::Reasoning`].
 pub trait Feed {
     /// Applies one decoded item; `Ok(None)` for an item without an event. **O(1)**
     /// amortized, plus copying the payload into a log. A refused item changes
@@ -79,6 +82,14 @@ impl Feed for Log {
                 let handled = self.handle(Event::Closed)?;
                 self.set_last_payload(content.payload());
                 Ok(Some(handled))
+            }
+            (None, Detail::Dropped { records_after, .. }) => {
+                // Thinking the provider dropped: read as text, as the reader reads it.
+                let back = records_after.saturating_add(1);
+                if let Some(at) = self.len().checked_sub(back) {
+                    self.reasoning_dropped(at);
+                }
+                Ok(None)
             }
             (None, Detail::Ended(ending)) => {
                 // A call left open keeps the arguments that came.

@@ -366,8 +366,9 @@ impl Content {
     /// call's name and arguments, a server result's status and content
     /// ([`Payload::Kept`] when it loaded a tool: no compaction covers it), thinking as
     /// [`Payload::Reasoning`] (signed when it carries a signature or is redacted), so
-    /// the compaction strategies know it; nothing for text. **O(len)** (the text is
-    /// copied).
+    /// the compaction strategies know it; an Anthropic `fallback` block
+    /// [`Payload::Kept`] (a control item, pinned where it is, as the Anthropic reader
+    /// keeps it); nothing for text. **O(len)** (the text is copied).
     pub fn payload(&self) -> Payload {
         match self {
             Content::Call {
@@ -408,10 +409,17 @@ impl Content {
             } => Payload::Reasoning {
                 signed: signature.is_some() || *redacted,
             },
+            // An Anthropic `fallback` block: a control item, kept where it is, as the
+            // Anthropic reader keeps it (`Block::Control`).
+            Content::Other { kind, .. } if kind == FALLBACK => Payload::Kept,
             _ => Payload::None,
         }
     }
 }
+
+/// The type of an Anthropic `fallback` block: the response fell back to another model
+/// mid-stream, and the thinking and calls before it were dropped.
+pub(crate) const FALLBACK: &str = "fallback";
 
 /// Whether a streamed server result (its block or item type, its content's JSON
 /// text) loads a tool, read as the file readers read it: an Anthropic result holding
@@ -488,6 +496,22 @@ pub enum Detail {
     /// The response ended. With [`Event::TurnEnded`] when it completed with no record
     /// left open; without an event otherwise.
     Ended(Ending),
+    /// A record of the current response that the provider dropped: an Anthropic
+    /// response fell back to another model mid-stream (a `fallback` block starts), and
+    /// its thinking and calls before that block were dropped by the API, as the
+    /// Anthropic reader reads them from a file (as text). With
+    /// [`Event::CallWithdrawn`] for a call still waiting for its result (no result
+    /// will come: the tracker stops waiting); without an event for thinking (a
+    /// [`compact::Log`](crate::compact::Log) fed it forgets the record's
+    /// [`Payload::Reasoning`]). The dropped records come in log order, before the
+    /// `fallback` block's own record opens.
+    Dropped {
+        /// Records of the response after it so far: it is the log's record `len - 1 -
+        /// records_after` when the response's records were fed as they came.
+        records_after: usize,
+        /// The withdrawn call's id; `None` for thinking.
+        call_id: Option<CallId>,
+    },
 }
 
 /// One decoded item: the event for the tracker (if any) and what it says.
@@ -522,7 +546,10 @@ trait Provider: Send + Sync {
 ///
 /// Memory: the bytes of the event being read (at most [`Caps::max_event_bytes`]), the
 /// content of the open record (at most [`Caps::max_record_bytes`]; OpenAI Chat calls
-/// waiting behind it, at most [`Caps::max_calls`]), and the items not pulled yet.
+/// waiting behind it, at most [`Caps::max_calls`]), the items not pulled yet, and for
+/// an Anthropic response the position (and a call's id) of each of its thinking
+/// blocks and calls so far, which a `fallback` block would drop ([`Detail::Dropped`]):
+/// a few words per block, fewer than the block's own bytes.
 pub struct Decoder {
     format: StreamFormat,
     frames: Frames,
