@@ -251,3 +251,37 @@ def test_a_python_token_counter_is_used_and_its_errors_surface() -> None:
         cutpoint.compact(messages, budget=10, format="openai-chat", token_counter=broken)
     with pytest.raises((TypeError, OverflowError)):
         cutpoint.count_tokens(messages, "openai-chat", lambda text: -1)
+
+
+JSON_LINES_FIXTURES = sorted(
+    p.name for p in TRANSCRIPTS.iterdir() if p.name.startswith(("claude-code__", "codex__"))
+)
+
+
+def test_a_json_lines_summary_is_the_summary_record_alone() -> None:
+    """``Compaction.summary`` of a JSON lines transcript is the summary's own record,
+    even where the reader merges the first retained record into the summary's message
+    (a Claude Code user record after it): it used to come back as two lines, which
+    ``compact_report`` could not parse (coverage-test-fix at a budget of 1881)."""
+    summaries = 0
+    for name in JSON_LINES_FIXTURES:
+        text = (TRANSCRIPTS / name).read_text()
+        live = cutpoint.count_tokens(text)
+        budgets = [max(1, live * share // 100) for share in (30, 45, 55, 60, 70, 85)]
+        if name == "claude-code__claude-reliability__coverage-test-fix.jsonl":
+            budgets.append(1881)
+        for budget in budgets:
+            try:
+                report = cutpoint.compact_report(text, strategy="summarize", budget=budget)
+            except cutpoint.DeferError:
+                continue
+            if report.summary is None:
+                continue
+            summaries += 1
+            assert isinstance(report.summary, dict), (name, budget)
+            said = json.dumps(report.summary)
+            assert "Earlier conversation, compacted." in said, (name, budget, said[:300])
+            # The summary is one line of the output, written there verbatim.
+            assert any(json.loads(l) == report.summary for l in report.messages.splitlines() if l.strip()), (
+                name, budget)
+    assert summaries >= 20, summaries

@@ -33,6 +33,13 @@ use crate::compact::strategy::{Prose, Summarizer, SummaryRequest};
 use crate::compact::{self, ApplyError, Entry, Log, Unit, Window, estimate_summary_tokens};
 use crate::{AppendError, CallId};
 
+/// The lines of `text`: its newlines, and one more for a last line without one.
+/// **O(len)**.
+fn lines_in(text: &str) -> usize {
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
 /// The prose that heads a summary on the provider formats when the caller gives none.
 pub const DEFAULT_SUMMARY: &str = "Earlier conversation, compacted.";
 
@@ -258,7 +265,8 @@ pub struct Summarized {
     /// Tokens of the live history after, by the counter given.
     pub tokens_after: u64,
     /// The summary message as written (a document's element, or the JSON lines of
-    /// the summarized position, the summary record for records JSONL); `None` when
+    /// the summarized position: the summary's own, not a retained record the reader
+    /// merges into its message; the summary record for records JSONL); `None` when
     /// nothing was compacted, and after a simple compaction.
     pub message: Option<String>,
     /// How many summaries were made to get here (1 without a budget).
@@ -655,9 +663,34 @@ impl<'a> Loaded<'a> {
             // its neighbour too): the output read back whole.
             let out = super::read(&s.text, format, counter)
                 .map_err(|e| SummarizeError::ReadBack(e.to_string()))?;
+            // The reader may merge the first retained record into the summary's
+            // message (a Claude Code user record after the summary's): the summary is
+            // the message's lines before the retained ones, which are the output's
+            // last lines, as many as the input has from the cut on.
+            let retained_from = match self.view() {
+                View::Transcript(t, input) => {
+                    let retained = t
+                        .messages
+                        .get(s.cut)
+                        .and_then(|m| m.spans.first())
+                        .map_or(0, |span| lines_in(input.get(span.start..).unwrap_or("")));
+                    lines_in(&s.text).saturating_sub(retained)
+                }
+                _ => usize::MAX,
+            };
             let message = out.messages.get(s.head).map(|m| {
-                m.spans
+                let own = m
+                    .spans
                     .iter()
+                    .filter(|r| lines_in(s.text.get(..r.start).unwrap_or("")) < retained_from);
+                // Never nothing: a message of retained lines only is itself.
+                let spans: Vec<_> = if own.clone().next().is_some() {
+                    own.collect()
+                } else {
+                    m.spans.iter().collect()
+                };
+                spans
+                    .into_iter()
                     .map(|r| s.text.get(r.clone()).unwrap_or_default())
                     .collect::<Vec<_>>()
                     .join("\n")
