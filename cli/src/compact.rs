@@ -16,6 +16,7 @@ use cutpoint::format::{ByteEstimate, EditError, Loaded, RewriteError};
 use crate::exit;
 use crate::guard::InputOptions;
 use crate::source::{self, FormatArg, Records};
+use cutpoint::format::CalibratedBudget;
 
 /// Arguments of `cutpoint compact`.
 #[derive(clap::Args)]
@@ -116,7 +117,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
             };
             let name = source.name.clone();
             match source.load(format, Records::Judged(&args.input), &ByteEstimate) {
-                Ok(loaded) => compact(&name, &loaded, &args, Some(budget)),
+                Ok(loaded) => match args.strategy.calibrated(&loaded, &name) {
+                    Ok(c) => compact(&name, &loaded, &args, Some(budget), c),
+                    Err(code) => code,
+                },
                 Err(e) => exit::bad_input(&e),
             }
         }
@@ -130,9 +134,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
             &args.input,
         ),
         (Ok(format), None) => {
+            if args.strategy.calibrated && args.strategy.budget.is_none() {
+                return exit::bad_input(
+                    "cutpoint: --calibrated reads a budget in the provider's tokens: give --budget (--target and --keep are in cutpoint's estimate)",
+                );
+            }
             let name = source.name.clone();
             match source.load(format, Records::Judged(&args.input), &ByteEstimate) {
-                Ok(loaded) => compact(&name, &loaded, &args, args.strategy.budget),
+                Ok(loaded) => match args.strategy.calibrated(&loaded, &name) {
+                    Ok(c) => compact(&name, &loaded, &args, args.strategy.budget, c),
+                    Err(code) => code,
+                },
                 Err(e) => exit::bad_input(&e),
             }
         }
@@ -145,7 +157,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
 /// records JSONL with the summary's units as `covers`; the provider formats with the
 /// pinned head (in messages) verbatim, one summary message, the retained messages
 /// byte-identical. With `--report`, one JSON line on stderr says what was done.
-fn compact(name: &str, loaded: &Loaded<'_>, args: &Args, budget: Option<u64>) -> ExitCode {
+/// `calibrated` (`--calibrated`) puts the budget in the estimate's units.
+fn compact(
+    name: &str,
+    loaded: &Loaded<'_>,
+    args: &Args,
+    budget: Option<u64>,
+    calibrated: Option<CalibratedBudget>,
+) -> ExitCode {
+    let budget = calibrated.as_ref().map_or(budget, |c| Some(c.estimate));
+    let budget_reported = calibrated.as_ref().map(|c| c.reported);
     let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);
     let count = fixed.as_ref().map(|f| f as SummaryCount<'_>);
     let report = |line: serde_json::Value| {
@@ -176,6 +197,7 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args, budget: Option<u64>) ->
                 "strategy": "summarize",
                 "outcome": if before <= budget { "within-budget" } else { "no-progress" },
                 "budget": budget,
+                "budget_reported": budget_reported,
                 "tokens_before": before,
                 "tokens_after": before,
                 "met_budget": before <= budget,
@@ -213,6 +235,7 @@ fn compact(name: &str, loaded: &Loaded<'_>, args: &Args, budget: Option<u64>) ->
         "strategy": "summarize",
         "outcome": "ran",
         "budget": opts.budget,
+        "budget_reported": budget_reported,
         "tokens_before": done.tokens_before,
         "tokens_after": done.tokens_after,
         "met_budget": met,

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 pub(crate) use cutpoint::compact::pipeline::Choice;
 use cutpoint::compact::pipeline::{PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{ClearInputs, Kind, NoProgress, Prose, SummaryRequest};
-use cutpoint::format::{ByteEstimate, Format, Invalidated};
+use cutpoint::format::{
+    ByteEstimate, CalibrateError, CalibratedBudget, Format, Invalidated, Loaded,
+};
 use serde_json::{Value, json};
 
 use crate::exit;
@@ -93,6 +95,15 @@ pub(crate) struct StrategyArgs {
     /// how many blocks.
     #[arg(long)]
     pub(crate) allow_invalidated_thinking: bool,
+    /// Read the budget (--budget, or --context-window less --max-output) in the
+    /// provider's reported tokens: the session's fit of cutpoint's estimate to the
+    /// input tokens the file reports (`cutpoint stats`' `estimate_calibration`: the
+    /// system prompt and tools as an overhead, the tokenizer as a scale) turns it into
+    /// the estimate's units. Claude Code, Codex and Gemini CLI files that report
+    /// usage; exit 2 for a file that reports none, 3 when the overhead alone is over
+    /// the budget.
+    #[arg(long)]
+    pub(crate) calibrated: bool,
     /// Print a JSON report of each step on stderr.
     #[arg(long, requires = "strategy")]
     pub(crate) report: bool,
@@ -117,6 +128,45 @@ impl StrategyArgs {
         Ok(())
     }
 
+    /// With `--calibrated`, the budget in the estimate's units
+    /// ([`Loaded::calibrated_budget`]), said on stderr (a JSON line with `--report`);
+    /// `Ok(None)` without it. `Err` is the exit status, its reason printed: 2 with no
+    /// budget or no usage in the file, 3 when the session's overhead alone is over the
+    /// budget. **O(len + messages)**.
+    pub(crate) fn calibrated(
+        &self,
+        loaded: &Loaded<'_>,
+        name: &str,
+    ) -> Result<Option<CalibratedBudget>, ExitCode> {
+        if !self.calibrated {
+            return Ok(None);
+        }
+        let Some(reported) = self.budget_tokens() else {
+            return Err(exit::bad_input(
+                "cutpoint: --calibrated reads a budget in the provider's tokens: give --budget, or --context-window with --max-output",
+            ));
+        };
+        match loaded.calibrated_budget(reported) {
+            Ok(c) => {
+                if self.report {
+                    eprintln!("{}", json!({ "calibration": calibration_json(&c) }));
+                }
+                eprintln!(
+                    "cutpoint: calibrated: a budget of {reported} reported tokens is {} estimated (reported ≈ {:.0} + {:.3} × estimated, {} usage points)",
+                    c.estimate, c.fit.overhead, c.fit.scale, c.fit.points
+                );
+                Ok(Some(c))
+            }
+            Err(e @ CalibrateError::NoUsage { .. }) => Err(exit::bad_input(&format!(
+                "cutpoint: {name}: --calibrated: {e}"
+            ))),
+            Err(e) => {
+                eprintln!("cutpoint: {name}: {e}");
+                Err(ExitCode::from(exit::DEFER))
+            }
+        }
+    }
+
     /// The flags as the library's settings. **O(excluded tools)**.
     fn settings(&self) -> Settings {
         let mut s = Settings::new();
@@ -136,6 +186,17 @@ impl StrategyArgs {
         s.keep_thinking_valid = self.keep_thinking_valid || !self.allow_invalidated_thinking;
         s
     }
+}
+
+/// A calibrated budget as the reports print it. **O(1)**.
+pub(crate) fn calibration_json(c: &CalibratedBudget) -> Value {
+    json!({
+        "points": c.fit.points,
+        "scale": c.fit.scale,
+        "overhead": c.fit.overhead,
+        "budget_reported": c.reported,
+        "budget_estimate": c.estimate,
+    })
 }
 
 /// Runs the strategy flags on `source` ([`Loaded::run`](cutpoint::format::Loaded::run)):
@@ -164,7 +225,16 @@ pub(crate) fn run(
         Ok(loaded) => loaded,
         Err(e) => return exit::bad_input(&e),
     };
-    let pipeline = args.settings().pipeline(choice, 0);
+    let mut settings = args.settings();
+    match args.calibrated(&loaded, &name) {
+        Ok(Some(c)) => {
+            settings.budget = Some(c.estimate);
+            settings.context_window = None;
+        }
+        Ok(None) => {}
+        Err(code) => return code,
+    }
+    let pipeline = settings.pipeline(choice, 0);
     match loaded.run(
         &pipeline,
         keep_head,

@@ -236,6 +236,10 @@ class Compaction:
         thinking_stripped: (``"summarize"``) whether keep_thinking_valid stripped
             thinking the summary invalidated from the retained messages (so they
             are not the input's own objects).
+        calibration: with ``calibrated=True``, the session's fit and the budget
+            both ways (``points``, ``scale``, ``overhead``, ``budget_reported``,
+            ``budget_estimate``: the CLI's ``--report`` line ``{"calibration":
+            ...}``); ``budget`` is then the estimate. ``None`` otherwise.
     """
 
     messages: Any
@@ -255,6 +259,7 @@ class Compaction:
     invalidated_thinking: int = 0
     simple_compaction: bool = False
     thinking_stripped: bool = False
+    calibration: Optional[Dict[str, Any]] = None
 
 
 def _unchanged(log: LogLike) -> Any:
@@ -308,6 +313,7 @@ def compact_report(
         invalidated_thinking=result["invalidated_thinking"],
         simple_compaction=result["simple_compaction"],
         thinking_stripped=result["thinking_stripped"],
+        calibration=result["calibration"],
     )
     if not result["changed"]:
         return Compaction(
@@ -370,6 +376,7 @@ def compact(
             follows it.
         direction: ``"back"`` or ``"forward"``, overriding the default above.
         keep_thinking_valid: as for the other strategies (below); default ``True``.
+        calibrated: as for the other strategies (below); with ``budget`` only.
 
     Options of the other strategies (every one takes the first five, and ``keep_thinking_valid``):
         budget: the tokens the log should fit in; the strategy stops once it does
@@ -400,6 +407,13 @@ def compact(
             ``"thinking_bound"`` (the CLI's exit 3). ``False`` writes what the
             strategy made and counts what it invalidates (``invalidated_thinking``;
             the CLI's ``--allow-invalidated-thinking``).
+        calibrated: ``True`` reads the budget in the provider's reported tokens
+            (the CLI's ``--calibrated``): the session's fit of cutpoint's estimate
+            to the input tokens the file reports (system prompt and tools as an
+            overhead, the tokenizer as a scale) turns it into the estimate's units
+            (``Compaction.calibration``). Claude Code, Codex and Gemini CLI logs
+            that report usage; ``CutpointError`` for a log that reports none, or
+            when the overhead alone is over the budget.
 
     ``token_counter`` counts the input's content blocks; the text a strategy writes
     (placeholders, ledgers, summaries) is counted by it where cutpoint knows the text

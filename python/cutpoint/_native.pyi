@@ -261,5 +261,6 @@ def compact(
     when unchanged), ``budget``, ``tokens_before``, ``tokens_after``, ``met_budget``,
     ``rounds``, ``steps`` (the CLI's ``--report`` fields, one dict per stage and round; ``[]`` for
     ``summarize``), and for ``summarize`` ``head``, ``cut``, ``summarized_tokens``,
-    ``ledger``, ``summary`` (``None``/``[]`` for the others)."""
+    ``ledger``, ``summary`` (``None``/``[]`` for the others), and ``calibration``
+    (with the option ``calibrated``: the fit and the budget both ways; else ``None``)."""
     ...

@@ -9,7 +9,9 @@ use cutpoint::compact::{Direction, Unit, Window, estimate_summary_tokens, summar
 use cutpoint::format::loaded::{
     SummarizeError, Summarized, SummaryCount, SummaryOptions, ThinkingStep,
 };
-use cutpoint::format::{self, ByteEstimate, Format, Loaded, TokenCounter, Transcript};
+use cutpoint::format::{
+    self, ByteEstimate, CalibratedBudget, Format, Loaded, TokenCounter, Transcript,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -298,11 +300,13 @@ struct Summarize {
     /// Keep thinking valid for its provider's prefix binding (the CLI's default; its
     /// `--allow-invalidated-thinking` is `False`).
     keep_thinking_valid: bool,
+    /// The budget is in the provider's reported tokens (the CLI's `--calibrated`).
+    calibrated: bool,
 }
 
 /// The options `summarize` takes, for the error that names an unknown one.
 const SUMMARIZE_OPTIONS: &str =
-    "budget, target, lookback, keep_head, summary, direction, keep_thinking_valid";
+    "budget, target, lookback, keep_head, summary, direction, keep_thinking_valid, calibrated";
 
 impl Summarize {
     /// Reads the options from `options` (`None` values are unset). **O(options)**.
@@ -315,6 +319,7 @@ impl Summarize {
             summary: None,
             direction: None,
             keep_thinking_valid: true,
+            calibrated: false,
         };
         let Some(options) = options else {
             return Ok(out);
@@ -330,15 +335,8 @@ impl Summarize {
                 "lookback" => out.lookback = Some(value.extract()?),
                 "keep_head" => out.keep_head = value.extract()?,
                 "summary" => out.summary = Some(value.extract()?),
-                "keep_thinking_valid" => {
-                    if !value.is_instance_of::<pyo3::types::PyBool>() {
-                        return Err(PyTypeError::new_err(format!(
-                            "keep_thinking_valid must be a bool, not {}",
-                            value.get_type().name()?
-                        )));
-                    }
-                    out.keep_thinking_valid = value.extract()?;
-                }
+                "keep_thinking_valid" => out.keep_thinking_valid = flag(&key, &value)?,
+                "calibrated" => out.calibrated = flag(&key, &value)?,
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {
@@ -357,6 +355,11 @@ impl Summarize {
                     )));
                 }
             }
+        }
+        if out.calibrated && out.budget.is_none() {
+            return Err(PyTypeError::new_err(
+                "calibrated=True reads a budget in the provider's tokens: give budget= (a target is in cutpoint's estimate)",
+            ));
         }
         match (out.budget, out.target) {
             (None, None) => Err(PyTypeError::new_err(
@@ -414,11 +417,14 @@ struct Outcome {
     /// Whether keep-thinking-valid stripped thinking from the retained messages (so
     /// they are not the input's bytes: Python reads the text back whole).
     stripped: bool,
+    /// The calibrated budget, with `calibrated=True`.
+    calibrated: Option<CalibratedBudget>,
 }
 
 impl Outcome {
-    fn unchanged(tokens: u64) -> Self {
+    fn unchanged(tokens: u64, calibrated: Option<CalibratedBudget>) -> Self {
         Outcome {
+            calibrated,
             text: None,
             head: 0,
             cut: 0,
@@ -461,8 +467,15 @@ fn summarize(
             .unwrap_or_else(|| estimate_summary_tokens(opts.summary.as_deref(), units))
     };
     let before = loaded.live_tokens();
+    let calibrated = match opts.budget {
+        Some(reported) if opts.calibrated => Some(calibrated_budget(py, &loaded, reported)?),
+        _ => None,
+    };
+    let budget = calibrated
+        .as_ref()
+        .map_or(opts.budget, |c| Some(c.estimate));
     let window = opts.window(opts.target.unwrap_or(0));
-    let request = match opts.budget {
+    let request = match budget {
         Some(budget) => SummaryOptions::within(budget, window),
         None => SummaryOptions::at(window),
     }
@@ -480,7 +493,7 @@ fn summarize(
         Err(e) => return Err(errors::cutpoint(py, e.to_string())),
     };
     let Some(d) = best else {
-        return Ok(Outcome::unchanged(before));
+        return Ok(Outcome::unchanged(before, calibrated));
     };
     let s = d.summary;
     Ok(Outcome {
@@ -495,7 +508,51 @@ fn summarize(
         invalidated: d.invalidated.len(),
         simple: d.thinking == ThinkingStep::Simple,
         stripped: d.thinking == ThinkingStep::Stripped,
+        calibrated,
     })
+}
+
+/// `reported` (a budget in the provider's tokens) in the estimate's units by the
+/// session's calibration ([`Loaded::calibrated_budget`], the CLI's `--calibrated`).
+///
+/// # Errors
+/// `CutpointError` naming why: the log reports no usage, or the session's overhead
+/// alone is over the budget (the CLI's exit 2 and exit 3).
+pub(crate) fn calibrated_budget(
+    py: Python<'_>,
+    loaded: &Loaded<'_>,
+    reported: u64,
+) -> PyResult<CalibratedBudget> {
+    loaded
+        .calibrated_budget(reported)
+        .map_err(|e| errors::cutpoint(py, e.to_string()))
+}
+
+/// A calibrated budget as Python's results give it (the fields of the CLI's
+/// `--report` line `{"calibration": ...}`), or `None`. **O(1)**.
+pub(crate) fn calibration_dict<'py>(
+    py: Python<'py>,
+    c: Option<&CalibratedBudget>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(c) = c else { return Ok(None) };
+    let d = PyDict::new(py);
+    d.set_item("points", c.fit.points)?;
+    d.set_item("scale", c.fit.scale)?;
+    d.set_item("overhead", c.fit.overhead)?;
+    d.set_item("budget_reported", c.reported)?;
+    d.set_item("budget_estimate", c.estimate)?;
+    Ok(Some(d))
+}
+
+/// A Python bool option, refused by name when it is anything else. **O(1)**.
+pub(crate) fn flag(key: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{key} must be a bool, not {}",
+            value.get_type().name()?
+        )));
+    }
+    value.extract()
 }
 
 /// Compacts the log `text` (in `format`) with `strategy` and its `options`; returns a
@@ -532,12 +589,20 @@ pub(crate) fn compact<'py>(
             })?;
             dict.set_item("changed", outcome.text.is_some())?;
             dict.set_item("text", outcome.text)?;
-            dict.set_item("budget", opts.budget)?;
+            let budget = outcome
+                .calibrated
+                .as_ref()
+                .map_or(opts.budget, |c| Some(c.estimate));
+            dict.set_item("budget", budget)?;
+            dict.set_item(
+                "calibration",
+                calibration_dict(py, outcome.calibrated.as_ref())?,
+            )?;
             dict.set_item("tokens_before", outcome.tokens_before)?;
             dict.set_item("tokens_after", outcome.tokens_after)?;
             dict.set_item(
                 "met_budget",
-                opts.budget.is_none_or(|b| outcome.tokens_after <= b),
+                budget.is_none_or(|b| outcome.tokens_after <= b),
             )?;
             dict.set_item("steps", PyList::empty(py))?;
             dict.set_item("rounds", 1)?;
@@ -571,6 +636,10 @@ pub(crate) fn compact<'py>(
             dict.set_item("changed", ran.text.is_some())?;
             dict.set_item("text", ran.text.as_deref())?;
             dict.set_item("budget", ran.budget)?;
+            dict.set_item(
+                "calibration",
+                calibration_dict(py, ran.calibrated.as_ref())?,
+            )?;
             dict.set_item("tokens_before", ran.tokens_before)?;
             dict.set_item("tokens_after", ran.tokens_after)?;
             dict.set_item("met_budget", ran.met_budget())?;

@@ -10,26 +10,27 @@ use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Se
 use cutpoint::compact::strategy::{
     CLEARED_RESULT_TEXT, ClearInputs, Kind, LeftAlone, NoProgress, Prose, SummaryRequest,
 };
-use cutpoint::format::Format;
+use cutpoint::format::{CalibratedBudget, Format};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
 
 use crate::errors;
-use crate::formats::{Counter, load};
+use crate::formats::{Counter, calibrated_budget, flag, load};
 
 pub(crate) use cutpoint::compact::pipeline::Choice;
 
 /// The options `choice` takes, as the TypeError for an unknown one lists them.
 /// **O(1)**.
 fn options_of(choice: Choice) -> &'static [&'static str] {
-    const FLOORS: [&str; 6] = [
+    const FLOORS: [&str; 7] = [
         "budget",
         "keep_head",
         "keep_turns",
         "context_window",
         "max_output",
         "keep_thinking_valid",
+        "calibrated",
     ];
     match choice {
         Choice::One(Kind::Clear) => &[
@@ -39,6 +40,7 @@ fn options_of(choice: Choice) -> &'static [&'static str] {
             FLOORS[3],
             FLOORS[4],
             FLOORS[5],
+            FLOORS[6],
             "keep_tool_uses",
             "clear_at_least",
             "exclude_tools",
@@ -51,6 +53,7 @@ fn options_of(choice: Choice) -> &'static [&'static str] {
             FLOORS[3],
             FLOORS[4],
             FLOORS[5],
+            FLOORS[6],
             "preset",
             "keep_tool_uses",
             "clear_at_least",
@@ -67,6 +70,8 @@ fn options_of(choice: Choice) -> &'static [&'static str] {
 #[derive(Default)]
 pub(crate) struct Options {
     budget: Option<u64>,
+    /// The budget is in the provider's reported tokens (the CLI's `--calibrated`).
+    pub(crate) calibrated: bool,
     keep_head: usize,
     keep_turns: Option<usize>,
     preset: Option<Preset>,
@@ -161,15 +166,8 @@ impl Options {
                     });
                 }
                 "summary" => out.summary = Some(value.extract()?),
-                "keep_thinking_valid" => {
-                    if !value.is_instance_of::<PyBool>() {
-                        return Err(PyTypeError::new_err(format!(
-                            "keep_thinking_valid must be a bool, not {}",
-                            value.get_type().name()?
-                        )));
-                    }
-                    out.keep_thinking_valid = value.extract()?;
-                }
+                "keep_thinking_valid" => out.keep_thinking_valid = flag(&key, &value)?,
+                "calibrated" => out.calibrated = flag(&key, &value)?,
                 "preset" => {
                     let name: String = value.extract()?;
                     out.preset = Some(Preset::from_name(&name).ok_or_else(|| {
@@ -197,6 +195,11 @@ impl Options {
                 return Err(PyTypeError::new_err("max_output needs context_window"));
             }
             _ => {}
+        }
+        if out.calibrated && out.budget().is_none() {
+            return Err(PyTypeError::new_err(
+                "calibrated=True reads a budget in the provider's tokens: give budget= (or context_window= with max_output=)",
+            ));
         }
         if choice == Choice::Pipeline && out.budget().is_none() {
             return Err(PyTypeError::new_err(
@@ -230,8 +233,18 @@ impl Options {
     /// The pipeline the options describe (as the CLI's), floors from `keep_head`
     /// records, the clear placeholder counted by `counter` when the caller gave one.
     /// **O(stages)**.
-    fn pipeline(&self, choice: Choice, keep_head: usize, counter: &Counter<'_>) -> Pipeline {
+    fn pipeline(
+        &self,
+        choice: Choice,
+        keep_head: usize,
+        counter: &Counter<'_>,
+        calibrated: Option<&CalibratedBudget>,
+    ) -> Pipeline {
         let mut settings = self.settings();
+        if let Some(c) = calibrated {
+            settings.budget = Some(c.estimate);
+            settings.context_window = None;
+        }
         settings.placeholder_tokens = counter.count(CLEARED_RESULT_TEXT);
         settings.pipeline(choice, keep_head)
     }
@@ -241,8 +254,11 @@ impl Options {
 pub(crate) struct Ran {
     /// The log after the run in the input's format, `None` when nothing was edited.
     pub(crate) text: Option<String>,
-    /// The budget asked for (the report's may be lower: see [`run`]).
+    /// The budget asked for (the report's may be lower: see [`run`]), in the
+    /// estimate's units when it was calibrated.
     pub(crate) budget: Option<u64>,
+    /// The calibrated budget, with `calibrated=True`.
+    pub(crate) calibrated: Option<CalibratedBudget>,
     /// Tokens of the live history before the run, as `count_tokens` counts them.
     pub(crate) tokens_before: u64,
     /// Tokens after, as `count_tokens` counts the output: the records' own counts
@@ -307,8 +323,12 @@ pub(crate) fn run(
     counter: &Counter<'_>,
 ) -> PyResult<Ran> {
     let loaded = load(py, text, format, counter)?;
+    let calibrated = match opts.budget() {
+        Some(reported) if opts.calibrated => Some(calibrated_budget(py, &loaded, reported)?),
+        _ => None,
+    };
     // The pinned head counts records or messages of the live history, in `run`.
-    let pipeline = opts.pipeline(choice, 0, counter);
+    let pipeline = opts.pipeline(choice, 0, counter, calibrated.as_ref());
     let mut prose = prose(opts, counter);
     counter.take_error()?;
     let done = loaded.run(
@@ -329,7 +349,10 @@ pub(crate) fn run(
             tokens_before
         },
         text: edited.then_some(done.text),
-        budget: opts.budget(),
+        budget: calibrated
+            .as_ref()
+            .map_or(opts.budget(), |c| Some(c.estimate)),
+        calibrated,
         tokens_before,
         report: done.report,
         rounds: done.rounds,

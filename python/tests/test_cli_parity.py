@@ -111,6 +111,72 @@ def test_python_and_the_cli_write_the_same_bytes(name: str) -> None:
     assert out.encode() == done.stdout, f"{case}: different bytes"
 
 
+@pytest.mark.parametrize("name", FIXTURES)
+def test_calibrated_budgets_are_the_clis(name: str) -> None:
+    """``calibrated=True`` is the CLI's ``--calibrated``: the same fit, the same budget
+    in the estimate's units, the same bytes and verdict; and both refuse a log that
+    reports no usage, or an overhead over the budget."""
+    path = TRANSCRIPTS / name
+    text = path.read_text()
+    stats = json.loads(subprocess.run([str(cli()), "stats", "--json", str(path)], capture_output=True, text=True,
+                                      check=True).stdout)
+    fit = stats["estimate_calibration"]
+    if fit is None:
+        done = subprocess.run([str(cli()), "compact", "--calibrated", "--budget", "1000", str(path)],
+                              capture_output=True)
+        assert done.returncode == 2 and b"reports none" in done.stderr, done.stderr
+        with pytest.raises(cutpoint.CutpointError, match="reports none"):
+            cutpoint.compact_report(text, strategy="summarize", budget=1000, calibrated=True)
+        with pytest.raises(cutpoint.CutpointError, match="reports none"):
+            cutpoint.compact_report(text, strategy="clear", budget=1000, calibrated=True)
+        return
+    reported = round(fit["overhead"] + fit["scale"] * stats["tokens"] * 0.6)
+    checked: List[str] = []
+    # Thinking kept valid (the default) first; a log whose every route defers for it
+    # (a call in flight) is checked with invalidated thinking allowed too.
+    routes = [("summarize", {}), ("clear", {}), ("pipeline", {"preset": "balanced"})]
+    for keep_valid in (True, False):
+        if checked:
+            break
+        for strategy, extra in routes:
+            args = [str(cli()), "compact", "--calibrated", "--budget", str(reported)]
+            if strategy != "summarize":
+                args += ["--strategy", strategy, "--report"]
+            if not keep_valid:
+                args.append("--allow-invalidated-thinking")
+            for k, v in extra.items():
+                args += [f"--{k.replace('_', '-')}", str(v)]
+            done = subprocess.run(args + [str(path)], capture_output=True)
+            case = f"{name} {strategy} calibrated at {reported}, keep_thinking_valid={keep_valid}"
+            opts = dict(extra, calibrated=True, keep_thinking_valid=keep_valid)
+            run = lambda: cutpoint.compact_report(text, strategy=strategy, budget=reported, **opts)
+            same_verdict(case, done, text, run)
+            said = re.search(rb"a budget of (\d+) reported tokens is (\d+) estimated", done.stderr)
+            assert said and int(said[1]) == reported, (case, done.stderr)
+            try:
+                report = run()
+            except cutpoint.DeferError:
+                continue  # the CLI deferred too (same_verdict)
+            c = report.calibration
+            assert c is not None and c["budget_reported"] == reported, case
+            assert report.budget == c["budget_estimate"], case
+            assert (c["points"], c["scale"], c["overhead"]) == (fit["points"], fit["scale"], fit["overhead"]), case
+            assert int(said[2]) == c["budget_estimate"], (case, done.stderr)
+            checked.append(case)
+    assert checked, f"{name}: every calibrated route deferred"
+    if fit["overhead"] >= 2:
+        under = round(fit["overhead"]) - 2
+        done = subprocess.run([str(cli()), "compact", "--calibrated", "--budget", str(under), str(path)],
+                              capture_output=True)
+        assert done.returncode == 3 and b"overhead alone" in done.stderr, done.stderr
+        with pytest.raises(cutpoint.CutpointError, match="overhead alone"):
+            cutpoint.compact_report(text, strategy="summarize", budget=under, calibrated=True)
+    with pytest.raises(TypeError, match="calibrated"):
+        cutpoint.compact_report(text, strategy="summarize", target=100, calibrated=True)
+    with pytest.raises(TypeError, match="calibrated must be a bool"):
+        cutpoint.compact_report(text, strategy="clear", budget=100, calibrated="yes")
+
+
 # Records JSONL goes through the same library entry points as every other format
 # (`format::Loaded`): `check` is the CLI's validator, the strategies the CLI's driver,
 # and input of another kind the same mismatch.

@@ -444,7 +444,7 @@ def test_pending_calls_are_a_step_not_an_error() -> None:
 
 def test_option_errors_name_what_the_strategy_takes() -> None:
     msgs = [{"role": "user", "content": "hi"}]
-    with pytest.raises(TypeError, match=r'strategy "digest" takes no option "keep_tool_uses"; it takes: budget, keep_head, keep_turns, context_window, max_output, keep_thinking_valid$'):
+    with pytest.raises(TypeError, match=r'strategy "digest" takes no option "keep_tool_uses"; it takes: budget, keep_head, keep_turns, context_window, max_output, keep_thinking_valid, calibrated$'):
         cutpoint.compact(msgs, strategy="digest", format="openai-chat", keep_tool_uses=1)
     with pytest.raises(TypeError, match='"clear" takes no option "preset".*clear_tool_inputs'):
         cutpoint.compact(msgs, strategy="clear", format="openai-chat", preset="gentle")

@@ -529,6 +529,36 @@ impl<'a> Loaded<'a> {
         }
     }
 
+    /// The session's fit of the token estimate to the input tokens the file reports
+    /// ([`Calibration::of`](super::Calibration::of)): `None` for records JSONL and the
+    /// request documents, and for a Claude Code, Codex or Gemini CLI file that reports
+    /// no usage. **O(len + messages)**.
+    pub fn calibration(&self) -> Option<super::Calibration> {
+        match self {
+            Loaded::Transcript { transcript, input } => super::Calibration::of(input, transcript),
+            _ => None,
+        }
+    }
+
+    /// A budget in the provider's reported tokens, in the estimate's units by the
+    /// session's [`calibration`](Loaded::calibration): what `cutpoint compact
+    /// --calibrated` and Python's `calibrated=True` compact to. **O(len + messages)**.
+    ///
+    /// # Errors
+    /// [`CalibrateError::NoUsage`](super::CalibrateError::NoUsage) when the log reports
+    /// no usage; [`CalibrateError::OverheadOverBudget`](super::CalibrateError::OverheadOverBudget)
+    /// when the session's overhead alone is over the budget.
+    pub fn calibrated_budget(
+        &self,
+        reported: u64,
+    ) -> Result<super::CalibratedBudget, super::CalibrateError> {
+        self.calibration()
+            .ok_or(super::CalibrateError::NoUsage {
+                format: self.format().name(),
+            })?
+            .budget(reported)
+    }
+
     /// The log as text, unchanged: the input it was read from, or, for records JSONL
     /// streamed rather than held whole, its entries written back as records JSONL.
     /// **O(1)** for held input, **O(len)** otherwise.

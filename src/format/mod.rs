@@ -93,7 +93,10 @@ pub use shape::summary_message;
 #[cfg(feature = "tiktoken")]
 pub use tokens::O200kBase;
 pub use tokens::{ByteEstimate, OPAQUE_PAYLOAD_TOKENS, TokenCounter, opaque_payloads};
-pub use usage::{Calibration, UsagePoint, reported_context_tokens, usage_points};
+pub use usage::{
+    CalibrateError, CalibratedBudget, Calibration, UsagePoint, reported_context_tokens,
+    usage_points,
+};
 
 /// The formats cutpoint reads. Non-exhaustive: later versions add formats.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -372,8 +372,10 @@ fn codex_input(line: &str) -> Option<u64> {
 /// reported: `reported ≈ overhead + scale × estimated` at every [`UsagePoint`] of a
 /// transcript, by least squares. `overhead` stands for what each request holds
 /// besides the transcript's messages (system prompt, tool definitions), `scale` for
-/// the tokenizer's ratio to the estimate (and what the file redacts). It describes
-/// the session; cutpoint's budgets and compactions do not use it.
+/// the tokenizer's ratio to the estimate (and what the file redacts). Budgets use it
+/// when asked to (`cutpoint compact --calibrated`, Python's `calibrated=True`): a
+/// budget in the provider's reported tokens is turned into the estimate's units by
+/// [`estimate_for`](Calibration::estimate_for).
 #[derive(Clone, Copy, PartialEq, Debug)]
 #[non_exhaustive]
 pub struct Calibration {
@@ -425,6 +427,104 @@ impl Calibration {
         let v = (self.overhead + self.scale * estimated as f64).round();
         if v > 0.0 { v as u64 } else { 0 }
     }
+
+    /// The largest estimate whose calibrated count is at most `reported`: a budget
+    /// in the provider's tokens, in the estimate's units. `None` when even an
+    /// estimate of 0 counts more than `reported` (the session's overhead alone is
+    /// over it). The scale is positive ([`fit`](Calibration::fit) makes it so), so
+    /// [`apply`](Calibration::apply) never falls as the estimate grows. **O(1)**.
+    pub fn estimate_for(&self, reported: u64) -> Option<u64> {
+        if self.apply(0) > reported {
+            return None;
+        }
+        // The exact inverse, then a step either way to undo the float rounding.
+        let guess = ((reported as f64 - self.overhead) / self.scale).floor();
+        let mut e = if guess.is_finite() && guess > 0.0 {
+            (guess as u64).min(u64::MAX / 2)
+        } else {
+            0
+        };
+        // A few steps at most for any budget a context window has (f64 is exact far
+        // past 2^40); bounded all the same, so an absurd budget costs O(1) too.
+        let mut steps = 0;
+        while e > 0 && self.apply(e) > reported && steps < 64 {
+            e -= 1;
+            steps += 1;
+        }
+        while e > 0 && self.apply(e) > reported {
+            // Far from any real budget: halve towards a safe answer.
+            e /= 2;
+        }
+        steps = 0;
+        while steps < 64 && e < u64::MAX / 2 && self.apply(e + 1) <= reported {
+            e += 1;
+            steps += 1;
+        }
+        Some(e)
+    }
+}
+
+/// A budget in the provider's reported tokens and the estimate it stands for
+/// ([`Loaded::calibrated_budget`](super::Loaded::calibrated_budget)).
+#[derive(Clone, Copy, PartialEq, Debug)]
+#[non_exhaustive]
+pub struct CalibratedBudget {
+    /// The budget asked for, in the provider's reported tokens.
+    pub reported: u64,
+    /// The largest estimate the fit counts within it: the budget to compact to.
+    pub estimate: u64,
+    /// The session's fit.
+    pub fit: Calibration,
+}
+
+/// Why a budget in reported tokens has no estimate.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrateError {
+    /// The file reports no input tokens to fit against.
+    #[error(
+        "a budget in the provider's tokens needs the input tokens the provider reported, and this {format} log reports none (Claude Code, Codex and Gemini CLI files that report usage)"
+    )]
+    NoUsage {
+        /// The log's format.
+        format: &'static str,
+    },
+    /// What each request holds besides the messages (system prompt, tools) is
+    /// already over the budget: no compaction of the messages meets it.
+    #[error(
+        "over budget: the session's overhead alone (system prompt, tools: about {overhead} reported tokens, fitted to {points} usage points) is over the budget of {reported}"
+    )]
+    OverheadOverBudget {
+        /// The budget, in reported tokens.
+        reported: u64,
+        /// The fit's count for an empty history.
+        overhead: u64,
+        /// The usage points fitted.
+        points: usize,
+    },
+}
+
+impl Calibration {
+    /// `reported` in the estimate's units ([`estimate_for`](Calibration::estimate_for)).
+    /// **O(1)**.
+    ///
+    /// # Errors
+    /// [`CalibrateError::OverheadOverBudget`] when an empty history already counts
+    /// more than `reported`.
+    pub fn budget(&self, reported: u64) -> Result<CalibratedBudget, CalibrateError> {
+        match self.estimate_for(reported) {
+            Some(estimate) => Ok(CalibratedBudget {
+                reported,
+                estimate,
+                fit: *self,
+            }),
+            None => Err(CalibrateError::OverheadOverBudget {
+                reported,
+                overhead: self.apply(0),
+                points: self.points,
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -437,6 +537,53 @@ mod tests {
             message: 0,
             reported,
             estimated,
+        }
+    }
+
+    #[test]
+    fn estimate_for_is_the_largest_estimate_within_the_reported_budget() {
+        let fits = [
+            Calibration::fit(&[point(100, 5130), point(200, 5260)]).expect("points"),
+            Calibration::fit(&[point(100, 200), point(200, 300), point(300, 500)]).expect("points"),
+            Calibration::fit(&[point(10, 50), point(10, 70)]).expect("points"),
+            Calibration::fit(&[point(1000, 10)]).expect("points"),
+            Calibration {
+                points: 1,
+                scale: 0.37,
+                overhead: -12.6,
+            },
+        ];
+        for c in fits {
+            assert_eq!(c.estimate_for(0).is_some(), c.apply(0) == 0, "{c:?}");
+            for reported in (0..20_000).step_by(7).chain([10u64.pow(12)]) {
+                match c.estimate_for(reported) {
+                    None => assert!(c.apply(0) > reported, "{c:?} {reported}"),
+                    Some(e) => {
+                        assert!(c.apply(e) <= reported, "{c:?} {reported} {e}");
+                        assert!(c.apply(e + 1) > reported, "{c:?} {reported} {e}");
+                    }
+                }
+            }
+        }
+        // The overhead alone over the budget: no estimate fits.
+        let c = Calibration::fit(&[point(100, 5130), point(200, 5260)]).expect("points");
+        assert_eq!(c.estimate_for(4999), None);
+        assert_eq!(c.estimate_for(5000), Some(0));
+        assert_eq!(c.estimate_for(5130), Some(100));
+        // Absurd budgets answer at once, with an estimate no smaller than a real one's.
+        for c in [
+            c,
+            Calibration {
+                points: 1,
+                scale: 1e-9,
+                overhead: 0.0,
+            },
+        ] {
+            let e = c.estimate_for(u64::MAX).expect("fits");
+            assert!(
+                e >= c.estimate_for(10u64.pow(12)).expect("fits"),
+                "{c:?} {e}"
+            );
         }
     }
 

@@ -6,7 +6,7 @@
 
 use cutpoint::compact::pipeline::{Pipeline, Progress};
 use cutpoint::compact::strategy::{Clear, LedgerOnly, Strategy as Compaction};
-use cutpoint::compact::{self, Entry, Log, Options, Window, estimate_summary_tokens};
+use cutpoint::compact::{self, Direction, Entry, Log, Options, Window, estimate_summary_tokens};
 use cutpoint::format::loaded::SummaryOptions;
 use cutpoint::format::records::{Reader, write_entry};
 use cutpoint::format::{self, ByteEstimate, Format, FormatError, LoadError, Loaded};
@@ -241,4 +241,137 @@ fn the_other_formats_run_and_check_as_the_transcript_does() {
             .ok()
             .map(|c| t.message_at(&owner, c))
     });
+}
+
+/// The transcripts of the fixtures in a JSON lines format (Claude Code, Codex), by
+/// name.
+fn json_lines_fixtures() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transcripts");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("the fixtures")
+        .map(|e| e.expect("an entry").path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_owned();
+            (name.starts_with("claude-code__") || name.starts_with("codex__"))
+                .then(|| (name, std::fs::read_to_string(&p).expect("readable")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `Summarized::message` of a JSON lines transcript is the summary's own lines: a
+/// retained record the reader merges into the summary's message (a Claude Code user
+/// record after it) is not part of it. Each line is written verbatim in the output,
+/// and none comes from the input's retained region.
+#[test]
+fn a_json_lines_summary_message_is_the_summarys_own_lines() {
+    let mut summaries = 0;
+    for (name, text) in json_lines_fixtures() {
+        let format = format::detect(&text).expect("a detected format");
+        let loaded = Loaded::read(&text, format, &ByteEstimate).expect("reads");
+        let live = loaded.live_tokens();
+        let mut budgets: Vec<u64> = [30, 45, 55, 60, 70, 85]
+            .iter()
+            .map(|share| (live * share / 100).max(1))
+            .collect();
+        // Where Python's `compact_report` once got two records back as its summary.
+        if name == "claude-code__claude-reliability__coverage-test-fix.jsonl" {
+            budgets.push(1881);
+        }
+        // The library's default window, and Python's and the CLI's for a budget
+        // (forward, no limit on how far).
+        let forward = Window::new(0)
+            .direction(Direction::Forward)
+            .lookback(u64::MAX);
+        for (budget, window) in budgets
+            .into_iter()
+            .flat_map(|b| [(b, Window::new(0)), (b, forward.clone())])
+        {
+            let opts = SummaryOptions::within(budget, window);
+            let Ok(Some(done)) = loaded.summarize(&opts, &ByteEstimate) else {
+                continue;
+            };
+            let Some(message) = &done.message else {
+                continue;
+            };
+            summaries += 1;
+            let Loaded::Transcript { transcript: t, .. } = &loaded else {
+                unreachable!("a provider format")
+            };
+            // The retained records: the input's lines from the cut on (none when the
+            // cut is the end). The writer may drop lines there that are no message
+            // (a Claude Code kept segment), so they are not the output's last lines;
+            // what is checked is that none of them is in the summary's message.
+            let retained: Vec<&str> = t
+                .messages
+                .get(done.summary.cut)
+                .map_or(Vec::new(), |m| text[m.spans[0].start..].lines().collect());
+            let out: Vec<&str> = done.summary.text.lines().collect();
+            for line in message.lines() {
+                assert!(out.contains(&line), "{name} at {budget}: not in the output");
+                assert!(
+                    !retained.contains(&line),
+                    "{name} at {budget}: a retained line in the summary message"
+                );
+                serde_json::from_str::<serde_json::Value>(line)
+                    .unwrap_or_else(|e| panic!("{name} at {budget}: {e}"));
+            }
+            assert!(message.contains(format::loaded::DEFAULT_SUMMARY), "{name}");
+        }
+    }
+    assert!(summaries >= 20, "only {summaries} summaries");
+}
+
+/// `Loaded::calibrated_budget` is the session's fit inverted, and names why when
+/// there is none: no usage in the log, or an overhead over the budget.
+#[test]
+fn a_calibrated_budget_is_the_fit_inverted() {
+    let mut fitted = 0;
+    for (name, text) in json_lines_fixtures() {
+        let format = format::detect(&text).expect("a detected format");
+        let loaded = Loaded::read(&text, format, &ByteEstimate).expect("reads");
+        let Some(fit) = loaded.calibration() else {
+            assert!(matches!(
+                loaded.calibrated_budget(1000),
+                Err(format::CalibrateError::NoUsage { .. })
+            ));
+            continue;
+        };
+        fitted += 1;
+        for reported in [
+            fit.apply(0),
+            fit.apply(1000),
+            fit.apply(loaded.live_tokens()),
+            10u64.pow(7),
+        ] {
+            let c = loaded
+                .calibrated_budget(reported)
+                .expect("within the overhead");
+            assert_eq!((c.reported, c.fit), (reported, fit), "{name}");
+            assert!(fit.apply(c.estimate) <= reported, "{name}");
+            assert!(fit.apply(c.estimate + 1) > reported, "{name}");
+        }
+        if fit.apply(0) > 0 {
+            let under = fit.apply(0) - 1;
+            assert_eq!(
+                loaded.calibrated_budget(under),
+                Err(format::CalibrateError::OverheadOverBudget {
+                    reported: under,
+                    overhead: fit.apply(0),
+                    points: fit.points
+                }),
+                "{name}"
+            );
+        }
+    }
+    assert!(fitted >= 5, "only {fitted} files report usage");
+    let records = Loaded::read(
+        "{\"kind\":\"user\",\"tokens\":5}\n",
+        Format::Records,
+        &ByteEstimate,
+    )
+    .expect("reads");
+    let e = records.calibrated_budget(100).unwrap_err();
+    assert!(e.to_string().contains("records log reports none"), "{e}");
 }

@@ -769,3 +769,167 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
         "{err}"
     );
 }
+
+/// `--calibrated`: a budget in the provider's reported tokens is the session's fit
+/// inverted (the largest estimate the fit counts within it, checked here against the
+/// fit `stats` prints), and nothing else: each route writes the same bytes as with
+/// that estimate as its budget. Every real transcript that reports usage; a file that
+/// reports none, a target, and an overhead over the budget are refused by name.
+#[test]
+fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
+    let mut compacted = 0;
+    let dir = root("tests/fixtures/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the fixtures")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    files.sort();
+    let mut calibrated_files = 0;
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let p = path.to_str().unwrap();
+        let stats = cutpoint(&["stats", "--json", p], b"");
+        if stats.status.code() != Some(0) {
+            continue; // not one transcript (a tau-bench results file)
+        }
+        let v: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats --json");
+        let fit = &v["estimate_calibration"];
+        if fit.is_null() {
+            // No usage reported: refused by name, nothing written.
+            let out = cutpoint(&["compact", "--calibrated", "--budget", "1000", p], b"");
+            assert_eq!(out.status.code(), Some(2), "{file}");
+            assert!(out.stdout.is_empty(), "{file}");
+            let err = text(&out.stderr);
+            assert!(
+                err.contains("--calibrated") && err.contains("reports none"),
+                "{file}: {err}"
+            );
+            continue;
+        }
+        calibrated_files += 1;
+        let (scale, overhead) = (
+            fit["scale"].as_f64().unwrap(),
+            fit["overhead"].as_f64().unwrap(),
+        );
+        let apply = |e: u64| (overhead + scale * e as f64).round().max(0.0) as u64;
+        let tokens = v["tokens"].as_u64().expect("tokens");
+        // Budgets that need a compaction, one that is met already, one under the overhead.
+        for reported in [
+            apply(tokens * 6 / 10),
+            apply(tokens * 8 / 10),
+            apply(tokens * 2),
+        ] {
+            let reported_s = reported.to_string();
+            for route in [
+                &["--strategy", "summarize"][..],
+                &[],
+                &["--strategy", "pipeline", "--preset", "balanced"],
+                &["--strategy", "clear"],
+            ] {
+                let mut args = vec![
+                    "compact",
+                    "--report",
+                    "--calibrated",
+                    "--budget",
+                    &reported_s,
+                ];
+                if route.is_empty() {
+                    args.remove(1); // --report needs a strategy
+                }
+                args.extend_from_slice(route);
+                args.push(p);
+                let out = cutpoint(&args, b"");
+                let err = text(&out.stderr);
+                let estimate: u64 = err
+                    .split(" reported tokens is ")
+                    .nth(1)
+                    .and_then(|s| s.split(' ').next())
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("{file} {route:?}: no calibration line in {err}"));
+                // The fit inverted: the largest estimate within the budget.
+                assert!(
+                    apply(estimate) <= reported,
+                    "{file}: {estimate} for {reported}"
+                );
+                assert!(
+                    apply(estimate + 1) > reported,
+                    "{file}: {estimate} for {reported}"
+                );
+                if !route.is_empty() {
+                    let line = err
+                        .lines()
+                        .find(|l| l.starts_with("{\"calibration\""))
+                        .unwrap_or_else(|| panic!("{file}: no calibration report in {err}"));
+                    let c: serde_json::Value = serde_json::from_str(line).expect("JSON");
+                    assert_eq!(c["calibration"]["budget_estimate"], estimate, "{file}");
+                    assert_eq!(c["calibration"]["budget_reported"], reported, "{file}");
+                }
+                // And nothing else: the same bytes and status as that estimate's budget.
+                let estimate_s = estimate.to_string();
+                let mut plain = vec!["compact", "--budget", &estimate_s];
+                plain.extend_from_slice(route);
+                plain.push(p);
+                let direct = cutpoint(&plain, b"");
+                assert_eq!(
+                    out.status.code(),
+                    direct.status.code(),
+                    "{file} {route:?}: {err}"
+                );
+                assert!(
+                    out.stdout == direct.stdout,
+                    "{file} {route:?}: outputs differ"
+                );
+                if out.status.code() == Some(0) && out.stdout != std::fs::read(p).unwrap() {
+                    compacted += 1;
+                }
+            }
+        }
+        // The overhead alone over the budget: exit 3, nothing written, the reason named.
+        if overhead >= 2.0 {
+            let under = (apply(0) - 1).to_string();
+            let out = cutpoint(&["compact", "--calibrated", "--budget", &under, p], b"");
+            assert_eq!(out.status.code(), Some(3), "{file}");
+            assert!(out.stdout.is_empty(), "{file}");
+            assert!(text(&out.stderr).contains("overhead alone"), "{file}");
+        }
+    }
+    assert!(
+        calibrated_files >= 5,
+        "only {calibrated_files} files report usage"
+    );
+    assert!(
+        compacted >= 5,
+        "only {compacted} calibrated compactions wrote a change"
+    );
+    // A target is in the estimate's units: refused with --calibrated.
+    let out = cutpoint(
+        &["compact", "--calibrated", "--target", "100", "-"],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--calibrated"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Records JSONL reports no usage.
+    let out = cutpoint(
+        &[
+            "compact",
+            "--calibrated",
+            "--strategy",
+            "clear",
+            "--budget",
+            "900",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("reports none"),
+        "{}",
+        text(&out.stderr)
+    );
+}
