@@ -32,3 +32,13 @@ pub(crate) fn root(path: &str) -> std::path::PathBuf {
         .join("..")
         .join(path)
 }
+
+/// Runs `args` on `stdin` and checks that it exits with `code` and says `what` on
+/// stderr. Returns the output for further checks.
+pub(crate) fn exits(args: &[&str], stdin: &[u8], code: i32, what: &str) -> Output {
+    let out = cutpoint(args, stdin);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}{}", text(&out.stdout));
+    assert!(err.contains(what), "{err}");
+    out
+}

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{cutpoint, text};
+use common::{cutpoint, exits, text};
 
 const LOG: &str = r#"{"kind":"user","tokens":1000}
 {"kind":"assistant","tokens":50}
@@ -105,15 +105,11 @@ fn compact_prints_a_log_that_check_reads_back_clean() {
 
 #[test]
 fn compact_defers_with_exit_three_and_refuses_bad_input_with_two() {
-    let out = cutpoint(
+    let out = exits(
         &["compact", "--target", "3000", "--lookback", "10"],
         LOG.as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(3));
-    assert!(
-        text(&out.stderr).contains("deferred"),
-        "{}",
-        text(&out.stderr)
+        3,
+        "deferred",
     );
     assert_eq!(text(&out.stdout), "");
     let dup = format!(

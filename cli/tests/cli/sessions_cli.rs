@@ -2,14 +2,11 @@
 //! one-line request bodies, tau-bench results files, deferrals in message space,
 //! `compact --keep`, and a Claude Code rewrite that keeps its chain.
 
-use crate::common::{cutpoint, root, text};
+use crate::common::{cutpoint, exits, root, text};
 
 /// Runs `args` on `stdin`: exit 2, and stderr says `what`.
 fn refused(args: &[&str], stdin: &[u8], what: &str) {
-    let out = cutpoint(args, stdin);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
-    let err = text(&out.stderr);
-    assert!(err.contains(what), "{err}");
+    exits(args, stdin, 2, what);
 }
 
 /// The JSON lines of an output.

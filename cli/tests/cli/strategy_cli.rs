@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{cutpoint, root, text};
+use common::{cutpoint, exits, root, text};
 
 /// A session of three turns: a large result, thinking, and a call in the last one.
 const LOG: &str = r#"{"kind":"user","tokens":1000}
@@ -234,12 +234,11 @@ fn bad_flag_combinations_are_refused() {
         LOG.as_bytes(),
     );
     assert_eq!(out.status.code(), Some(2));
-    let out = cutpoint(&["compact", "--strategy", "squash", "-"], LOG.as_bytes());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("unknown strategy"),
-        "{}",
-        text(&out.stderr)
+    exits(
+        &["compact", "--strategy", "squash", "-"],
+        LOG.as_bytes(),
+        2,
+        "unknown strategy",
     );
     let out = cutpoint(&["compact", "--strategy", "pipeline", "-"], LOG.as_bytes());
     assert_eq!(out.status.code(), Some(2));
@@ -413,14 +412,13 @@ fn strategy_summarize_is_the_one_summary_route() {
         }
     }
     assert!(compared > 3, "only {compared} transcripts compacted");
-    let out = cutpoint(&["compact", "--strategy", "summarize", "-"], LOG.as_bytes());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("needs --budget"),
-        "{}",
-        text(&out.stderr)
+    exits(
+        &["compact", "--strategy", "summarize", "-"],
+        LOG.as_bytes(),
+        2,
+        "needs --budget",
     );
-    let out = cutpoint(
+    exits(
         &[
             "compact",
             "--strategy",
@@ -432,12 +430,8 @@ fn strategy_summarize_is_the_one_summary_route() {
             "-",
         ],
         LOG.as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--keep-turns does not apply"),
-        "{}",
-        text(&out.stderr)
+        2,
+        "--keep-turns does not apply",
     );
 }
 
@@ -903,18 +897,14 @@ fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
         "only {compacted} calibrated compactions wrote a change"
     );
     // A target is in the estimate's units: refused with --calibrated.
-    let out = cutpoint(
+    exits(
         &["compact", "--calibrated", "--target", "100", "-"],
         LOG.as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--calibrated"),
-        "{}",
-        text(&out.stderr)
+        2,
+        "--calibrated",
     );
     // Records JSONL reports no usage.
-    let out = cutpoint(
+    exits(
         &[
             "compact",
             "--calibrated",
@@ -925,11 +915,7 @@ fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
             "-",
         ],
         LOG.as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("reports none"),
-        "{}",
-        text(&out.stderr)
+        2,
+        "reports none",
     );
 }
