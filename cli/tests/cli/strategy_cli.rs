@@ -354,6 +354,17 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
     check_clean(&log, "records");
 }
 
+/// The real transcripts in `tests/fixtures/transcripts`, sorted (not its SOURCES.md).
+fn transcript_fixtures() -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(root("tests/fixtures/transcripts"))
+        .expect("the fixtures")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// `summarize` means one thing (issue 24): `--strategy summarize --budget B` is the
 /// one summary that `--budget B` alone makes, and Python's `strategy="summarize"`
 /// (`python/tests/test_cli_parity.py` holds the Python side), byte for byte on every
@@ -362,13 +373,7 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
 #[test]
 fn strategy_summarize_is_the_one_summary_route() {
     let mut compared = 0;
-    let dir = root("tests/fixtures/transcripts");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the fixtures")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e != "md"))
-        .collect();
-    files.sort();
+    let files = transcript_fixtures();
     for path in files {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         let p = path.to_str().unwrap();
@@ -772,13 +777,7 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
 #[test]
 fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
     let mut compacted = 0;
-    let dir = root("tests/fixtures/transcripts");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the fixtures")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e != "md"))
-        .collect();
-    files.sort();
+    let files = transcript_fixtures();
     let mut calibrated_files = 0;
     for path in files {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
