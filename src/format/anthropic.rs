@@ -197,44 +197,68 @@ pub(crate) fn blocks<'a>(
     Ok(out)
 }
 
-/// The JSON of one content block, as [`annotate`] reads it.
+/// A message's content, as [`annotate`] reads it: a JSON document's message, or a
+/// Claude Code record's `message`.
 #[derive(Deserialize)]
-struct Annotated {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    caller: Option<serde_json::Value>,
-    #[serde(flatten)]
-    rest: serde_json::Map<String, serde_json::Value>,
+struct Content<'a> {
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
 }
 
-/// What [`annotate`] looks for: a message without any of these is not parsed again.
+/// A Claude Code record, as [`annotate`] reads it.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow, default)]
+    message: Option<Content<'a>>,
+}
+
+/// The JSON of one content block, as [`annotate`] reads it.
+#[derive(Deserialize)]
+struct Annotated<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<JsonStr<'a>>,
+    #[serde(default)]
+    caller: Option<serde_json::Value>,
+}
+
+/// What [`annotate`] looks for: a message, or a block, without any of these is not
+/// parsed again.
 const MARKERS: [&str; 3] = ["tool_reference", "server_tool_use", "\"caller\""];
+
+/// Whether `raw` spells one of the [`MARKERS`], by their searchers. **O(len)**.
+fn marked(markers: &[memchr::memmem::Finder<'static>], raw: &str) -> bool {
+    markers.iter().any(|k| k.find(raw.as_bytes()).is_some())
+}
+
+/// The content blocks of message span `raw` (a record's `message.content` for
+/// Claude Code), as their bytes; `None` when it holds no array of them. **O(len)**.
+fn content_blocks(raw: &str, jsonl: bool) -> Option<Vec<&RawValue>> {
+    let content = if jsonl {
+        serde_json::from_str::<Line<'_>>(raw).ok()?.message?.content
+    } else {
+        serde_json::from_str::<Content<'_>>(raw).ok()?.content
+    }?;
+    serde_json::from_str(content.get()).ok()
+}
 
 /// Adds to `t` (read from `text` as Anthropic Messages or Claude Code) the facts the
 /// block kinds do not carry: [`Note::ServerCall`] for `server_tool_use` blocks,
 /// [`Note::ProgrammaticCall`] for a `tool_use` whose `caller` is a server
 /// code-execution tool, and a [`ToolChange`] for each `tool_reference` (loaded; in a
-/// `tool_removal`: unloaded). **O(len)**: a substring search of every message, and a
-/// second parse only of the messages that hold a marker.
+/// `tool_removal`: unloaded). **O(len)**: a substring search of every message, and of
+/// the blocks of a message that holds a marker; a block is parsed only when it holds
+/// one, into a tree only when it is a result or a tool change.
 pub(crate) fn annotate(text: &str, t: &mut Transcript) {
     let jsonl = t.format == Format::ClaudeCode;
     let mut lines: Option<LineIndex> = None;
+    let markers = MARKERS.map(memchr::memmem::Finder::new);
     for (i, m) in t.messages.iter_mut().enumerate() {
         for span in &m.spans {
             let raw = &text[span.clone()];
-            if !MARKERS.iter().any(|k| raw.contains(k)) {
+            if !marked(&markers, raw) {
                 continue;
             }
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(raw) else {
-                continue;
-            };
-            let content = if jsonl {
-                v.get("message").and_then(|m| m.get("content"))
-            } else {
-                v.get("content")
-            };
-            let Some(serde_json::Value::Array(content)) = content else {
+            let Some(content) = content_blocks(raw, jsonl) else {
                 continue;
             };
             // The first block of this span: a JSON document's message is one span;
@@ -254,12 +278,17 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
                 if k >= m.blocks.len() {
                     break;
                 }
-                let Ok(b) = serde_json::from_value::<Annotated>(value.clone()) else {
+                let value = value.get();
+                if !marked(&markers, value) {
+                    continue;
+                }
+                let Ok(b) = serde_json::from_str::<Annotated<'_>>(value) else {
                     continue;
                 };
-                match b.kind.as_deref() {
-                    Some("server_tool_use") => m.notes.push((k, Note::ServerCall)),
-                    Some("tool_use") if matches!(m.blocks[k].0, Block::Call { .. }) => {
+                let kind = opt_str(&b.kind).unwrap_or("");
+                match kind {
+                    "server_tool_use" => m.notes.push((k, Note::ServerCall)),
+                    "tool_use" if matches!(m.blocks[k].0, Block::Call { .. }) => {
                         let caller = b
                             .caller
                             .as_ref()
@@ -274,16 +303,24 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
                 }
                 // Only results and tool changes load tools (a call's input that
                 // spells a reference loads nothing).
-                let kind = b.kind.as_deref().unwrap_or("");
                 if !(kind.ends_with("tool_result")
                     || kind == "tool_addition"
                     || kind == "tool_removal")
                 {
                     continue;
                 }
+                let Ok(rest) =
+                    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(value)
+                else {
+                    continue;
+                };
                 let loaded = kind != "tool_removal";
                 let mut names = Vec::new();
-                for (key, v) in &b.rest {
+                // The block's members but the two read above.
+                let rest = rest
+                    .iter()
+                    .filter(|(key, _)| !matches!(key.as_str(), "type" | "caller"));
+                for (key, v) in rest {
                     if key == "tool_reference" {
                         if let Some(name) = reference_name(v) {
                             names.push(name);

@@ -155,11 +155,8 @@ pub(crate) struct LineIndex {
 impl LineIndex {
     /// The index of `text`. **O(len)**.
     pub(crate) fn new(text: &str) -> LineIndex {
-        let starts = text
-            .bytes()
-            .enumerate()
-            .filter(|&(_, b)| b == b'\n')
-            .map(|(i, _)| i + 1)
+        let starts = memchr::memchr_iter(b'\n', text.as_bytes())
+            .map(|i| i + 1)
             .collect();
         LineIndex { starts }
     }
