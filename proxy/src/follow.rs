@@ -9,6 +9,11 @@
 //! an answer to a request of a session, the calls still pending in it (what the
 //! provider asked the agent to run) feed the session ([`Sessions::feed`]), so that
 //! the session's next request can be held against what the provider said.
+//!
+//! One rule is the answer's own: a Responses request whose last input item is a
+//! `compaction_trigger` is answered by exactly one `compaction` output item. An answer
+//! that holds none or several is counted (`_answer_compactions_broken_total`) and
+//! logged, and passed on as it came.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,14 +37,21 @@ pub(crate) struct Follow {
     tracker: Option<Tracker>,
     /// The session the answer feeds, if its request had one.
     session: Option<(Arc<Mutex<Sessions>>, SessionKey)>,
+    /// The request ended in a `compaction_trigger`: the answer must hold exactly one
+    /// `compaction` output item.
+    asks_compaction: bool,
+    /// The `compaction` output items the answer opened.
+    compactions: u64,
 }
 
 impl Follow {
-    /// A decoder for an answer of `route`. **O(1)**.
+    /// A decoder for an answer of `route` to a request that ended in a Responses
+    /// `compaction_trigger` when `asks_compaction` ([`asks_compaction`]). **O(1)**.
     pub(crate) fn new(
         route: Route,
         metrics: Arc<Metrics>,
         session: Option<(Arc<Mutex<Sessions>>, SessionKey)>,
+        asks_compaction: bool,
     ) -> Self {
         let format = match route {
             Route::AnthropicMessages => StreamFormat::AnthropicSse,
@@ -53,6 +65,8 @@ impl Follow {
             calls: 0,
             tracker: Some(Tracker::new()),
             session,
+            asks_compaction,
+            compactions: 0,
         }
     }
 
@@ -73,8 +87,12 @@ impl Follow {
         loop {
             match d.next() {
                 Ok(Some(item)) => {
-                    if let Detail::Opened(Content::Call { server: false, .. }) = item.detail {
-                        self.calls += 1;
+                    match &item.detail {
+                        Detail::Opened(Content::Call { server: false, .. }) => self.calls += 1,
+                        Detail::Opened(Content::Other { kind, .. }) if kind == "compaction" => {
+                            self.compactions += 1;
+                        }
+                        _ => {}
                     }
                     if let Some(t) = &mut self.tracker {
                         if t.feed(&item).is_err() {
@@ -110,6 +128,16 @@ impl Drop for Follow {
             return;
         }
         self.metrics.count(Count::AnswerFollowed(self.calls));
+        if self.asks_compaction && self.compactions != 1 {
+            self.metrics.count(Count::AnswerCompactionBroken);
+            tracing::warn!(
+                route = self.route.name(),
+                rule = "openai-responses/compaction-output-count",
+                compactions = self.compactions,
+                "a compaction_trigger was answered by {} compaction items, not exactly one; passed through as it came",
+                self.compactions
+            );
+        }
         if let (Some(tracker), Some((sessions, key))) = (&self.tracker, &self.session) {
             let calls = tracker
                 .pending_calls()
@@ -120,6 +148,34 @@ impl Drop for Follow {
             table.feed(*key, Followed { calls });
         }
     }
+}
+
+/// Whether `body`, a Responses request, ends its `input` with a
+/// `compaction_trigger` item. **O(len)**, and O(1) past a substring search for a body
+/// that never names one (or is not UTF-8).
+pub(crate) fn asks_compaction(route: Route, body: &[u8]) -> bool {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow, default)]
+        input: Option<Vec<&'a RawValue>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+    }
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    if route != Route::OpenAiResponses || !text.contains("compaction_trigger") {
+        return false;
+    }
+    serde_json::from_str::<Body<'_>>(text)
+        .ok()
+        .and_then(|b| b.input?.last().copied())
+        .and_then(|last| serde_json::from_str::<Item>(last.get()).ok())
+        .is_some_and(|item| item.kind.as_deref() == Some("compaction_trigger"))
 }
 
 #[cfg(test)]
@@ -157,7 +213,7 @@ mod tests {
                 }
                 _ => bytes.truncate(next(bytes.len() as u64) as usize),
             }
-            let mut f = Follow::new(route, Arc::clone(&metrics), None);
+            let mut f = Follow::new(route, Arc::clone(&metrics), None, false);
             let mut at = 0;
             while at < bytes.len() {
                 let to = (at + 1 + next(64) as usize).min(bytes.len());
@@ -173,7 +229,7 @@ mod tests {
         // The real stream whole: one answer, its one call.
         let m = Arc::new(Metrics::default());
         drop({
-            let mut f = Follow::new(Route::AnthropicMessages, Arc::clone(&m), None);
+            let mut f = Follow::new(Route::AnthropicMessages, Arc::clone(&m), None, false);
             f.push(real);
             f
         });
@@ -185,5 +241,82 @@ mod tests {
             ),
             (1, 1, 0)
         );
+    }
+    /// A Responses stream whose output is `items` (their JSON), each added and done.
+    fn responses_stream(items: &[&str]) -> Vec<u8> {
+        let mut out = String::new();
+        let mut event = |data: String| {
+            let kind = serde_json::from_str::<serde_json::Value>(&data).expect("JSON")["type"]
+                .as_str()
+                .expect("a type")
+                .to_owned();
+            out.push_str(&format!("event: {kind}\ndata: {data}\n\n"));
+        };
+        event(r#"{"type":"response.created","response":{"id":"resp_1","output":[]}}"#.to_owned());
+        for (i, item) in items.iter().enumerate() {
+            event(format!(
+                r#"{{"type":"response.output_item.added","output_index":{i},"item":{item}}}"#
+            ));
+            event(format!(
+                r#"{{"type":"response.output_item.done","output_index":{i},"item":{item}}}"#
+            ));
+        }
+        event(
+            r#"{"type":"response.completed","response":{"id":"resp_1","status":"completed"}}"#
+                .to_owned(),
+        );
+        out.into_bytes()
+    }
+
+    /// Issue 21: an answer to a `compaction_trigger` holds exactly one `compaction`
+    /// item; none or two are counted (and passed on), one is not, and an answer to
+    /// any other request is never held to it.
+    #[test]
+    fn a_compaction_trigger_is_answered_by_exactly_one_compaction() {
+        let compaction = r#"{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAAB"}"#;
+        let text = r#"{"type":"message","id":"msg_1","role":"assistant","content":[]}"#;
+        for (items, asks, broken) in [
+            (vec![compaction], true, 0),
+            (vec![], true, 1),
+            (vec![text], true, 1),
+            (vec![compaction, compaction], true, 1),
+            (vec![], false, 0),
+            (vec![compaction, compaction], false, 0),
+        ] {
+            let m = Arc::new(Metrics::default());
+            drop({
+                let mut f = Follow::new(Route::OpenAiResponses, Arc::clone(&m), None, asks);
+                f.push(&responses_stream(&items));
+                f
+            });
+            assert_eq!(m.answer_stream_errors(), 0, "{items:?}");
+            assert_eq!(m.answers_followed(), 1, "{items:?}");
+            assert_eq!(
+                m.answer_compactions_broken(),
+                broken,
+                "{items:?} asks {asks}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_asks_for_a_compaction_when_its_last_input_item_is_the_trigger() {
+        let asks = |body: &str| asks_compaction(Route::OpenAiResponses, body.as_bytes());
+        assert!(asks(
+            r#"{"model":"m","input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"}]}"#
+        ));
+        assert!(!asks(
+            r#"{"input":[{"type":"compaction_trigger"},{"role":"user","content":"hi"}]}"#
+        ));
+        assert!(!asks(
+            r#"{"input":[{"role":"user","content":"compaction_trigger"}]}"#
+        ));
+        assert!(!asks(r#"{"input":"compaction_trigger"}"#));
+        assert!(!asks(r#"{"input":[{"type":"compaction_trigger"}"#));
+        assert!(!asks_compaction(
+            Route::AnthropicMessages,
+            br#"{"input":[{"type":"compaction_trigger"}]}"#
+        ));
+        assert!(!asks_compaction(Route::OpenAiResponses, b"\xff\xfe"));
     }
 }

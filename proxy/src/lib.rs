@@ -332,6 +332,7 @@ impl Proxy {
             route,
             arrived,
             session,
+            asks_compaction: follow::asks_compaction(route, &bytes),
         });
         match decision {
             Decision::Refuse(refusal) => self.refuse(route, refusal),
@@ -476,7 +477,12 @@ impl Proxy {
                     // is a stream; the chunk itself goes on unchanged.
                     let mut follow = is_stream(&response).then(|| {
                         let session = read.session.map(|k| (Arc::clone(&self.sessions), k));
-                        follow::Follow::new(read.route, Arc::clone(&self.metrics), session)
+                        follow::Follow::new(
+                            read.route,
+                            Arc::clone(&self.metrics),
+                            session,
+                            read.asks_compaction,
+                        )
                     });
                     let (parts, body) = response.into_parts();
                     let metrics = Arc::clone(&self.metrics);
@@ -548,6 +554,9 @@ struct Read {
     arrived: Instant,
     /// The session it was remembered in, which its followed answer feeds.
     session: Option<SessionKey>,
+    /// It ends in a Responses `compaction_trigger` (its answer must hold exactly one
+    /// `compaction` item).
+    asks_compaction: bool,
 }
 
 /// Whether `response` is a successful event stream (an answer the live decoders

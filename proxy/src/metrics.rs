@@ -25,6 +25,7 @@ pub struct Metrics {
     answers_followed: AtomicU64,
     answer_calls: AtomicU64,
     answer_stream_errors: AtomicU64,
+    answer_compactions_broken: AtomicU64,
     answer_calls_carried: AtomicU64,
     answer_calls_missing: AtomicU64,
     deferrals: AtomicU64,
@@ -76,6 +77,9 @@ pub(crate) enum Count {
     AnswerFollowed(u64),
     /// A streamed answer that does not decode.
     AnswerStreamError,
+    /// A streamed answer to a request ending in a Responses `compaction_trigger` that
+    /// did not hold exactly one `compaction` output item.
+    AnswerCompactionBroken,
     /// The calls a session's followed answer asked for that its next request
     /// carries, and those it does not.
     AnswerCallsCarried { carried: u64, missing: u64 },
@@ -107,6 +111,7 @@ impl Metrics {
                 &self.answers_followed
             }
             Count::AnswerStreamError => &self.answer_stream_errors,
+            Count::AnswerCompactionBroken => &self.answer_compactions_broken,
             Count::AnswerCallsCarried { carried, missing } => {
                 self.answer_calls_carried.fetch_add(carried, Relaxed);
                 self.answer_calls_missing.fetch_add(missing, Relaxed);
@@ -211,6 +216,12 @@ impl Metrics {
         self.answer_stream_errors.load(Relaxed)
     }
 
+    /// Streamed answers to a `compaction_trigger` that did not hold exactly one
+    /// `compaction` item, so far. **O(1)**.
+    pub fn answer_compactions_broken(&self) -> u64 {
+        self.answer_compactions_broken.load(Relaxed)
+    }
+
     /// Calls followed answers asked for that their session's next request carries,
     /// and those it does not, so far. **O(1)**.
     pub fn answer_calls_carried(&self) -> (u64, u64) {
@@ -279,6 +290,11 @@ impl Metrics {
                 "answer_stream_errors",
                 "Streamed answers that do not decode (passed through as they came).",
                 &self.answer_stream_errors,
+            ),
+            (
+                "answer_compactions_broken",
+                "Streamed OpenAI Responses answers to a request ending in a compaction_trigger that did not hold exactly one compaction output item (passed through as they came).",
+                &self.answer_compactions_broken,
             ),
             (
                 "answer_calls_carried",

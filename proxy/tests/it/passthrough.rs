@@ -460,3 +460,50 @@ async fn a_followed_answer_feeds_its_session_and_the_next_request_is_held_agains
     assert!(text.contains("cutpoint_proxy_answer_calls_missing_total 1\n"));
     feeding.abort();
 }
+
+/// Issue 21: a Responses request that ends in a `compaction_trigger` is answered by
+/// exactly one `compaction` item. An answer with two passes through byte for byte
+/// and is counted; the same answer to a request without the trigger is not.
+#[tokio::test]
+async fn a_compaction_trigger_answered_twice_is_counted_and_passed_on() {
+    let item = r#"{"type":"compaction","id":"cmp_1","encrypted_content":"gAAAAB"}"#;
+    let mut stream = String::from(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"output\":[]}}\n\n",
+    );
+    for i in 0..2 {
+        for kind in ["added", "done"] {
+            stream.push_str(&format!(
+                "event: response.output_item.{kind}\ndata: {{\"type\":\"response.output_item.{kind}\",\"output_index\":{i},\"item\":{item}}}\n\n"
+            ));
+        }
+    }
+    stream.push_str("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n");
+    let (upstream, mut senders) = streaming_upstream().await;
+    let proxy = Running::start(upstream.config()).await;
+    let m = proxy.proxy.metrics();
+    let trigger = r#"{"model":"m","stream":true,"input":[{"role":"user","content":"hi"},{"type":"compaction_trigger"}]}"#;
+    let plain = r#"{"model":"m","stream":true,"input":[{"role":"user","content":"hi"}]}"#;
+    // The upstream answers each request with the same two-compaction stream.
+    let feeding = {
+        let stream = stream.clone();
+        tokio::spawn(async move {
+            for _ in 0..2 {
+                let mut tx = senders.recv().await.expect("the upstream was called");
+                tx.send_data(Bytes::from(stream.clone()))
+                    .await
+                    .expect("send");
+            }
+        })
+    };
+    for (n, body) in [trigger, plain].into_iter().enumerate() {
+        let answer = tokio::time::timeout(HANG, post(&proxy, "/v1/responses", &[], body))
+            .await
+            .expect("the stream ends");
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.body, stream.as_bytes(), "the stream changed");
+        wait_until(|| m.answers_followed() == n as u64 + 1).await;
+        assert_eq!(m.answer_compactions_broken(), 1, "after request {n}");
+        assert_eq!(m.answer_stream_errors(), 0);
+    }
+    feeding.await.unwrap();
+}
