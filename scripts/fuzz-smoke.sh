@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz smoke for CI: builds the cargo-fuzz targets in fuzz/ and runs each of the four
-# (tracker_ops, jsonl_reader, compaction, stream_decoders, pipeline) for a short while (FUZZ_SMOKE_SECONDS,
+# Fuzz smoke for CI: builds the cargo-fuzz targets in fuzz/ and runs each of them
+# (tracker_ops, jsonl_reader, compaction, stream_decoders, pipeline, transcripts) for a short while (FUZZ_SMOKE_SECONDS,
 # default 30; .ci/run uses 20), seeded from fuzz/seeds/TARGET where there are seeds
 # (the compaction seeds are the minimized inputs of a fixed bug). Installs what it needs (a nightly toolchain
 # through rustup, cargo-fuzz through cargo); when nightly cannot be had it says so and
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SMOKE_SECONDS:-30}
-targets=(tracker_ops jsonl_reader compaction stream_decoders pipeline)
+targets=(tracker_ops jsonl_reader compaction stream_decoders pipeline transcripts)
 skip() { echo "fuzz smoke: SKIPPED: $*"; exit 0; }
 
 command -v rustup >/dev/null || skip "no rustup, so no nightly toolchain (cargo-fuzz needs one)"
