@@ -165,10 +165,13 @@ pub(crate) fn asks_compaction(route: Route, body: &[u8]) -> bool {
         #[serde(rename = "type", default)]
         kind: Option<String>,
     }
+    if route != Route::OpenAiResponses {
+        return false;
+    }
     let Ok(text) = std::str::from_utf8(body) else {
         return false;
     };
-    if route != Route::OpenAiResponses || !text.contains("compaction_trigger") {
+    if !text.contains("compaction_trigger") {
         return false;
     }
     serde_json::from_str::<Body<'_>>(text)

@@ -354,8 +354,10 @@ fn summarize_takes_its_prose_from_summary_and_keeps_the_ledger() {
     check_clean(&log, "records");
 }
 
-/// The real transcripts in `tests/fixtures/transcripts`, sorted (not its SOURCES.md).
-fn transcript_fixtures() -> Vec<std::path::PathBuf> {
+/// The real transcripts in `tests/fixtures/transcripts`, sorted, each as its file
+/// name, its path and what `stats --json` says of it; a file `stats` does not read as
+/// one transcript (a tau-bench results file) is left out.
+fn transcript_stats() -> Vec<(String, String, serde_json::Value)> {
     let mut files: Vec<_> = std::fs::read_dir(root("tests/fixtures/transcripts"))
         .expect("the fixtures")
         .map(|e| e.expect("an entry").path())
@@ -363,6 +365,17 @@ fn transcript_fixtures() -> Vec<std::path::PathBuf> {
         .collect();
     files.sort();
     files
+        .into_iter()
+        .filter_map(|path| {
+            let file = path.file_name()?.to_string_lossy().into_owned();
+            let p = path.to_str()?.to_owned();
+            let stats = cutpoint(&["stats", "--json", &p], b"");
+            (stats.status.code() == Some(0)).then(|| {
+                let v = serde_json::from_slice(&stats.stdout).expect("stats --json");
+                (file, p, v)
+            })
+        })
+        .collect()
 }
 
 /// `summarize` means one thing (issue 24): `--strategy summarize --budget B` is the
@@ -373,15 +386,8 @@ fn transcript_fixtures() -> Vec<std::path::PathBuf> {
 #[test]
 fn strategy_summarize_is_the_one_summary_route() {
     let mut compared = 0;
-    let files = transcript_fixtures();
-    for path in files {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let p = path.to_str().unwrap();
-        let stats = cutpoint(&["stats", "--json", p], b"");
-        if stats.status.code() != Some(0) {
-            continue; // not one transcript (a tau-bench results file)
-        }
-        let v: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats --json");
+    for (file, path, v) in transcript_stats() {
+        let p = path.as_str();
         let budget = (v["tokens"].as_u64().expect("tokens") / 2)
             .max(1)
             .to_string();
@@ -777,16 +783,9 @@ fn keep_thinking_valid_strips_invalidated_thinking_or_exits_three() {
 #[test]
 fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
     let mut compacted = 0;
-    let files = transcript_fixtures();
     let mut calibrated_files = 0;
-    for path in files {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let p = path.to_str().unwrap();
-        let stats = cutpoint(&["stats", "--json", p], b"");
-        if stats.status.code() != Some(0) {
-            continue; // not one transcript (a tau-bench results file)
-        }
-        let v: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats --json");
+    for (file, path, v) in transcript_stats() {
+        let p = path.as_str();
         let fit = &v["estimate_calibration"];
         if fit.is_null() {
             // No usage reported: refused by name, nothing written.
