@@ -104,6 +104,12 @@ impl<'a> Members<'a> {
     /// bytes as they came (a split array's elements as they came, joined by commas).
     /// **O(len)**.
     pub(crate) fn write_with(&self, key: &str, value: &str) -> String {
+        self.write_replacing(&[(key, value)])
+    }
+
+    /// [`write_with`](Members::write_with) for several members: each key's value
+    /// replaced by its value. **O(len)**.
+    pub(crate) fn write_replacing(&self, with: &[(&str, &str)]) -> String {
         let mut out = String::from("{");
         for (i, (k, v)) in self.0.iter().enumerate() {
             if i > 0 {
@@ -112,7 +118,10 @@ impl<'a> Members<'a> {
             out.push_str(&Value::from(k.as_ref()).to_string());
             out.push(':');
             match v {
-                _ if k == key => out.push_str(value),
+                _ if with.iter().any(|(key, _)| k == key) => {
+                    let value = with.iter().find(|(key, _)| k == key).map_or("", |w| w.1);
+                    out.push_str(value);
+                }
                 Member::Raw(raw) => out.push_str(raw.get()),
                 Member::Elements(elements) => {
                     out.push('[');
@@ -157,6 +166,38 @@ pub(crate) fn history_key(route: Route) -> &'static str {
     match route {
         Route::OpenAiResponses => "input",
         _ => "messages",
+    }
+}
+
+/// A session's continued body: the client's request (`members`) with `history` in
+/// place of its own, and, for an Anthropic request whose forwarded history came from
+/// a compaction that carried the task budget (`forwarded`'s `remaining`), that
+/// `remaining` in the client's `output_config.task_budget`: the provider's countdown
+/// goes on from the compaction, as Claude Code passes it after its own. **O(len)**.
+pub(crate) fn continued_body(
+    route: crate::Route,
+    members: &Members<'_>,
+    history: &str,
+    forwarded: &cutpoint::format::Transcript,
+) -> String {
+    let key = history_key(route);
+    let carried = forwarded
+        .task_budget
+        .and_then(|b| b.remaining)
+        .filter(|_| route == crate::Route::AnthropicMessages)
+        .and_then(|remaining| {
+            let raw = members.get("output_config")?;
+            let mut config: serde_json::Map<String, Value> =
+                serde_json::from_str(raw.get()).ok()?;
+            config
+                .get_mut("task_budget")?
+                .as_object_mut()?
+                .insert("remaining".to_owned(), remaining.into());
+            serde_json::to_string(&config).ok()
+        });
+    match carried {
+        Some(config) => members.write_replacing(&[(key, history), ("output_config", &config)]),
+        None => members.write_with(key, history),
     }
 }
 

@@ -6,7 +6,6 @@
 use bytes::Bytes;
 use cutpoint::format::{ByteEstimate, Loaded};
 
-use crate::body::history_key;
 use crate::decide::{DeferCause, Deferral, compact, history_of, transcript};
 use crate::session::{Head, Session, Side};
 use crate::warm::Request;
@@ -65,7 +64,6 @@ impl Mode {
             return fresh();
         };
         let (top, items) = (&request.members, request.items());
-        let key = history_key(route);
         let n = prior.client.elements.len();
         let continues = items.len() >= n
             && items[..n]
@@ -91,7 +89,12 @@ impl Mode {
             .map(|e| &**e)
             .chain(items[n..].iter().map(|r| r.get()))
             .collect();
-        let continued = top.write_with(key, &format!("[{}]", forwarded.join(",")));
+        let continued = crate::body::continued_body(
+            route,
+            top,
+            &format!("[{}]", forwarded.join(",")),
+            &prior_forwarded.transcript,
+        );
         let Ok(loaded) = Loaded::read(&continued, route.format(), &ByteEstimate) else {
             return fresh();
         };

@@ -41,10 +41,10 @@ use crate::body::{Members, history_key};
 
 /// The members of a request body the library's reader reads besides its history
 /// (`json_doc`'s holder: the other history keys, `previous_response_id`, the
-/// prefix's `system`, `instructions` and `tools`, and `output_config`'s task budget).
-/// A session's reading holds for a later request only when these are the bytes they
-/// were.
-const HEAD: [&str; 9] = [
+/// prefix's `system`, `instructions` and `tools`, `output_config`'s task budget, and
+/// the `container` a code-execution script waits in). A session's reading holds for
+/// a later request only when these are the bytes they were.
+const HEAD: [&str; 10] = [
     "messages",
     "input",
     "contents",
@@ -54,6 +54,7 @@ const HEAD: [&str; 9] = [
     "instructions",
     "tools",
     "output_config",
+    "container",
 ];
 
 /// The head members of a request, as their bytes (`None`: absent), in [`HEAD`]'s

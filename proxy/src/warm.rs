@@ -233,7 +233,8 @@ pub(crate) fn decide(
         history.push_str(e);
     }
     history.push(']');
-    let body = request.members.write_with(history_key(route), &history);
+    let body =
+        crate::body::continued_body(route, &request.members, &history, &forwarded.transcript);
     Some(Decision::Continued {
         body: body.into(),
         tokens_before,

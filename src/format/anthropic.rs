@@ -258,6 +258,9 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
             if !marked(&markers, raw) {
                 continue;
             }
+            // This record's container expiry, read once, when it holds a
+            // programmatic call.
+            let mut expiry: Option<Option<i64>> = None;
             let Some(content) = content_blocks(raw, jsonl) else {
                 continue;
             };
@@ -297,6 +300,12 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
                             .unwrap_or("direct");
                         if caller.starts_with("code_execution") {
                             m.notes.push((k, Note::ProgrammaticCall));
+                            if jsonl {
+                                let expires = *expiry.get_or_insert_with(|| container_expiry(raw));
+                                if let Some(at) = expires {
+                                    m.notes.push((k, Note::ContainerExpiresAt(at)));
+                                }
+                            }
                         }
                     }
                     _ => {}
@@ -340,6 +349,155 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
         m.notes.sort_unstable_by_key(|(k, _)| *k);
         m.notes.dedup();
     }
+    if jsonl {
+        written_at(text, t, lines.as_ref());
+    }
+}
+
+/// A Claude Code record's `message.container.expires_at`, as [`annotate`] reads it.
+#[derive(Deserialize)]
+struct Expiring<'a> {
+    #[serde(borrow, default)]
+    message: Option<Contained<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Contained<'a> {
+    #[serde(borrow, default)]
+    container: Option<Container<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Container<'a> {
+    #[serde(borrow, default)]
+    expires_at: Option<JsonStr<'a>>,
+}
+
+/// A Claude Code record's `timestamp`, as [`annotate`] reads it.
+#[derive(Deserialize)]
+struct Stamped<'a> {
+    #[serde(borrow, default)]
+    timestamp: Option<JsonStr<'a>>,
+}
+
+/// When the container of the response recorded on Claude Code line `raw` expires
+/// (`message.container.expires_at`), in milliseconds since the Unix epoch; `None`
+/// when the line names none or not as an RFC 3339 time. **O(len)**.
+fn container_expiry(raw: &str) -> Option<i64> {
+    let line: Expiring<'_> = serde_json::from_str(raw).ok()?;
+    unix_millis(opt_str(&line.message?.container?.expires_at)?)
+}
+
+/// Adds [`Note::WrittenAt`] to each result (of a Claude Code transcript read from
+/// `text`) that answers a call carrying a [`Note::ContainerExpiresAt`]: the
+/// `timestamp` of the record holding it. **O(programmatic calls)**, plus one parse
+/// of each record holding such a result.
+fn written_at(text: &str, t: &mut Transcript, lines: Option<&LineIndex>) {
+    let Some(lines) = lines else {
+        // No record was marked: no programmatic call.
+        return;
+    };
+    for i in 1..t.messages.len() {
+        let (before, after) = t.messages.split_at_mut(i);
+        let call = &before[i - 1];
+        let expiring: Vec<&CallId> = call
+            .notes
+            .iter()
+            .filter(|(_, n)| matches!(n, Note::ContainerExpiresAt(_)))
+            .filter_map(|&(k, _)| match &call.blocks.get(k)?.0 {
+                Block::Call { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect();
+        if expiring.is_empty() {
+            continue;
+        }
+        let answer = &mut after[0];
+        let mut notes = Vec::new();
+        for (k, (b, _)) in answer.blocks.iter().enumerate() {
+            let Block::Result { id, .. } = b else {
+                continue;
+            };
+            if !expiring.contains(&id) {
+                continue;
+            }
+            let line = answer.block_line(k);
+            let stamp = answer
+                .spans
+                .iter()
+                .find(|s| lines.line(s.start) == line)
+                .and_then(|s| serde_json::from_str::<Stamped<'_>>(&text[s.clone()]).ok())
+                .and_then(|r| unix_millis(opt_str(&r.timestamp)?));
+            if let Some(at) = stamp {
+                notes.push((k, Note::WrittenAt(at)));
+            }
+        }
+        answer.notes.extend(notes);
+        answer.notes.sort_unstable_by_key(|(k, _)| *k);
+    }
+}
+
+/// An RFC 3339 time (`2026-03-01T12:00:00.123Z`, `...+02:00`; a space or a `t`
+/// for the `T`) in milliseconds since the Unix epoch; `None` for anything else,
+/// a date out of range included. Digits past the milliseconds are dropped.
+/// **O(len)**.
+pub(crate) fn unix_millis(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = b.get(r)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| d.iter().fold(0i64, |n, &c| n * 10 + i64::from(c - b'0')))
+    };
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut at = 19;
+    let mut millis = 0;
+    if b[at] == b'.' {
+        let digits = b[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        for (n, &c) in b[at + 1..at + 1 + digits.min(3)].iter().enumerate() {
+            millis += i64::from(c - b'0') * [100, 10, 1][n];
+        }
+        at += 1 + digits;
+    }
+    let offset = match b.get(at..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (oh, om) = (num(at + 1..at + 3)?, num(at + 4..at + 6)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = (oh * 60 + om) * 60;
+            if *sign == b'+' { o } else { -o }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (H. Hinnant's `days_from_civil`).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((mo + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec - offset) * 1000) + millis)
 }
 
 /// The tool a reference names (`tool_name`, or `name`).

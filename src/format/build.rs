@@ -84,8 +84,10 @@ impl TranscriptLog {
 /// The log of `t`'s live history, each record with its payload: calls with their
 /// tool name and arguments, results with their first line, thinking and reasoning as
 /// [`Payload::Reasoning`] (signed: providers sign it, or bind it to what follows), an
-/// earlier summary's prose and units carried as data, control items and the blocks
-/// that loaded a tool as [`Payload::Kept`] (walls no strategy touches). The one
+/// earlier summary's prose and units carried as data, control items, the blocks
+/// that loaded a tool and the turn a code-execution script waits on (its last
+/// assistant message and the answer) as [`Payload::Kept`] (walls no strategy
+/// touches). The one
 /// Transcript -> Log builder: `--target` rewrites and the strategies both read a
 /// transcript through it. **O(records)**.
 ///
@@ -163,6 +165,13 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
             && i > from
             && t.messages.get(i).is_some_and(|m| m.role == Role::System)
     };
+    // Anthropic programmatic tool calling: a code-execution script waits on the
+    // calls of the last assistant message, which the message after it answers; the
+    // request carries both to the script, so neither is summarized or edited.
+    let script = super::rules::waiting_script(&t.messages)
+        .map(|(a, _)| a)
+        .filter(|&a| a >= from);
+    let waiting = |i: usize| script.is_some_and(|a| i == a || i == a + 1);
     for (index, m) in t.messages.iter().enumerate().skip(from) {
         let glued_here = glued(index) || (index > 0 && glued(index - 1));
         for (k, (block, tokens)) in m.blocks.iter().enumerate() {
@@ -249,7 +258,9 @@ fn walk(t: &Transcript, from: usize, payloads: bool) -> Built {
             };
             // A control item, or a block that loaded a tool: a wall the strategies keep
             // where it is, its record's kind (and pairing) unchanged.
-            let kept = (matches!(block, Block::Control(_)) || loaders.contains(&(index, k)));
+            let kept = matches!(block, Block::Control(_))
+                || loaders.contains(&(index, k))
+                || waiting(index);
             let payload = if payloads && kept {
                 Some(Payload::Kept)
             } else {

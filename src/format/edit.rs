@@ -886,7 +886,38 @@ fn write_document(t: &Transcript, input: &str, plans: &[MessagePlan]) -> Result<
             },
         }
     }
+    if !splices.is_empty() {
+        splices.extend(budget_carried(t, input));
+    }
     Ok(splice(input, splices))
+}
+
+/// An Anthropic request's task budget through a client compaction (one that
+/// rewrites its history): `remaining` set to what is left after the history read
+/// ([`TaskBudget::remaining_after`](super::TaskBudget::remaining_after), the
+/// history's tokens by the transcript's counter), so the model's countdown does
+/// not restart at `total`. The budget object's other members keep their bytes.
+/// `None` without a budget. **O(len of the budget object)**.
+fn budget_carried(t: &Transcript, input: &str) -> Option<(Range<usize>, String)> {
+    let budget = t.task_budget?;
+    let remaining = budget.remaining_after(t.live_tokens())?;
+    let at = budget.at.0..budget.at.1;
+    let raw = input.get(at.clone())?;
+    let text = match budget.remaining {
+        // Written again, with the new value (its members in key order).
+        Some(_) => {
+            let mut map: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(raw).ok()?;
+            map.insert("remaining".to_owned(), remaining.into());
+            serde_json::to_string(&map).ok()?
+        }
+        None => {
+            let open = raw.trim_end().strip_suffix('}')?.trim_end();
+            let comma = if open.ends_with('{') { "" } else { "," };
+            format!("{open}{comma}\"remaining\":{remaining}}}")
+        }
+    };
+    Some((at, text))
 }
 
 /// Edits one element of a JSON-document format; `None` when no block is left.

@@ -24,6 +24,9 @@ pub(crate) struct Doc<'a> {
     pub(crate) head_print: u64,
     /// `output_config.task_budget` of the object (Anthropic task budgets).
     pub(crate) task_budget: Option<super::TaskBudget>,
+    /// Whether the object names a `container` (Anthropic programmatic tool calling);
+    /// `None` for a bare array, which cannot say.
+    pub(crate) names_container: Option<bool>,
 }
 
 /// The keys an object may hold its messages under, most specific first.
@@ -45,14 +48,16 @@ struct Holder<'a> {
     instructions: Option<&'a RawValue>,
     #[serde(borrow, default)]
     tools: Option<&'a RawValue>,
-    #[serde(default)]
-    output_config: Option<OutputConfig>,
+    #[serde(borrow, default)]
+    output_config: Option<OutputConfig<'a>>,
+    #[serde(borrow, default)]
+    container: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct OutputConfig {
-    #[serde(default)]
-    task_budget: Option<Budget>,
+struct OutputConfig<'a> {
+    #[serde(borrow, default)]
+    task_budget: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -70,6 +75,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
     let mut previous_response = false;
     let mut head_print = 0;
     let mut task_budget = None;
+    let mut names_container = None;
     let array: &RawValue = if start.starts_with('{') {
         let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
         previous_response = holder
@@ -79,14 +85,19 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
             .iter()
             .map(|r| r.map_or("", |r| r.get()))
             .collect();
-        task_budget = holder
-            .output_config
-            .as_ref()
-            .and_then(|o| o.task_budget.as_ref())
-            .map(|b| super::TaskBudget {
+        if let Some(raw) = holder.output_config.as_ref().and_then(|o| o.task_budget) {
+            let b: Budget = serde_json::from_str(raw.get()).map_err(|e| FormatError::Invalid {
+                line: line_at(text, span_of(text, raw).start),
+                message: format!("`output_config.task_budget` is not a task budget: {e}"),
+            })?;
+            let at = span_of(text, raw);
+            task_budget = Some(super::TaskBudget {
                 total: b.total,
                 remaining: b.remaining,
+                at: (at.start, at.end),
             });
+        }
+        names_container = Some(holder.container.is_some_and(|r| r.get() != "null"));
         if head.iter().any(|h| !h.is_empty()) {
             head_print = super::fingerprint(&head.join("\u{0}"));
         }
@@ -134,6 +145,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         previous_response,
         head_print,
         task_budget,
+        names_container,
     })
 }
 

@@ -287,6 +287,15 @@ pub enum Note {
     /// (programmatic tool calling): the message answering it holds only
     /// `tool_result` blocks.
     ProgrammaticCall,
+    /// On a programmatic call ([`Note::ProgrammaticCall`]) of a Claude Code record:
+    /// when the code-execution container the script waits in expires (the
+    /// response's `container.expires_at`), in milliseconds since the Unix epoch. A
+    /// result written after it answers a script that is gone.
+    ContainerExpiresAt(i64),
+    /// On a result answering a programmatic call with a
+    /// [`Note::ContainerExpiresAt`]: the Claude Code record's `timestamp`, in
+    /// milliseconds since the Unix epoch.
+    WrittenAt(i64),
 }
 
 /// A tool loaded or unloaded by a block of the history: a `tool_reference` (in a
@@ -535,6 +544,11 @@ pub struct Transcript {
     pub tools: Vec<ToolChange>,
     /// An Anthropic request's `output_config.task_budget`, if it sets one.
     pub task_budget: Option<TaskBudget>,
+    /// Whether a request object names a `container` (Anthropic programmatic tool
+    /// calling: the request that answers calls a code-execution script made passes
+    /// the container the script waits in); `None` where the input cannot say (JSON
+    /// lines, a bare array of messages).
+    pub names_container: Option<bool>,
 }
 
 /// An Anthropic task budget (`output_config.task_budget`, beta
@@ -548,6 +562,18 @@ pub struct TaskBudget {
     pub total: Option<u64>,
     /// `remaining`.
     pub remaining: Option<u64>,
+    /// The byte range of the `task_budget` object in the input, for the writer that
+    /// carries `remaining` through a compaction.
+    pub(crate) at: (usize, usize),
+}
+
+impl TaskBudget {
+    /// What is left of the budget after a client compaction of a history of
+    /// `consumed` tokens, as Claude Code carries it after its own compaction:
+    /// `max(0, (remaining or total) - consumed)`; `None` without either. **O(1)**.
+    pub fn remaining_after(&self, consumed: u64) -> Option<u64> {
+        Some(self.remaining.or(self.total)?.saturating_sub(consumed))
+    }
 }
 
 /// Why an input could not be read as a transcript.
@@ -604,6 +630,7 @@ pub fn read(
     let mut continues_previous_response = false;
     let mut head_print = 0;
     let mut task_budget = None;
+    let mut names_container = None;
     let (messages, array_span) = match format {
         Format::Records => (records::transcript::read(text)?, None),
         Format::ClaudeCode => (claude_code::read(text, counter)?, None),
@@ -617,6 +644,7 @@ pub fn read(
             continues_previous_response = doc.previous_response;
             head_print = doc.head_print;
             task_budget = doc.task_budget;
+            names_container = doc.names_container;
             // One pass for every line number: the document's lines are indexed once.
             let lines = json_doc::LineIndex::new(text);
             let mut messages = Vec::with_capacity(doc.elements.len());
@@ -647,6 +675,7 @@ pub fn read(
         head_print,
         tools: Vec::new(),
         task_budget,
+        names_container,
     };
     match format {
         Format::AnthropicMessages | Format::ClaudeCode => {

@@ -37,7 +37,7 @@ fn read(text: &str, format: Format, name: &str) -> Transcript {
 }
 
 /// The rules this issue added: no untouched log breaks them.
-pub(crate) const NEW_RULES: [Rule; 15] = [
+pub(crate) const NEW_RULES: [Rule; 18] = [
     Rule::AnthropicCompactionMisplaced,
     Rule::AnthropicCompactionRepeated,
     Rule::AnthropicSummarizedAfterCompaction,
@@ -54,6 +54,9 @@ pub(crate) const NEW_RULES: [Rule; 15] = [
     Rule::ControlItemLost,
     Rule::ToolUnloaded,
     Rule::AnthropicTaskBudgetNotCarried,
+    Rule::AnthropicProgrammaticContainerMissing,
+    Rule::AnthropicProgrammaticContainerExpired,
+    Rule::AnthropicProgrammaticAnswerLost,
 ];
 
 // ---- the logs ----------------------------------------------------------------------

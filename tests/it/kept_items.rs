@@ -129,6 +129,37 @@ fn anthropic(walls: bool, tight: bool) -> String {
     doc(&m)
 }
 
+/// [`anthropic`]'s conversation as a request object naming its `container` and a task
+/// budget, ending on
+/// the turn a code-execution script waits on: a programmatic call (with `walls`; a
+/// direct one without) and the message answering it.
+fn anthropic_script(walls: bool) -> String {
+    let history = anthropic(walls, false);
+    let caller = if walls {
+        "code_execution_20260120"
+    } else {
+        "direct"
+    };
+    let script = [
+        r#"{"role":"user","content":"count the rows"}"#.to_owned(),
+        format!(
+            r#"{{"role":"assistant","content":[{{"type":"server_tool_use","id":"srvtoolu_c","name":"code_execution","input":{{"code":"rows = await query()"}}}},{{"type":"tool_use","id":"toolu_q","name":"query","input":{{}},"caller":{{"type":"{caller}","tool_id":"srvtoolu_c"}}}}]}}"#
+        ),
+        format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_q","content":"{}"}}]}}"#,
+            big("rows", 20)
+        ),
+    ];
+    let messages = format!(
+        "{},\n{}]",
+        history.trim_end_matches(']'),
+        script.join(",\n")
+    );
+    format!(
+        r#"{{"model":"claude-opus-4-7","max_tokens":1024,"container":"container_011","output_config":{{"effort":"high","task_budget":{{"type":"tokens","total":64000}}}},"messages":{messages}}}"#
+    )
+}
+
 /// An OpenAI Responses input from the documented shapes: an old and a latest
 /// `configuration_update`, a `tool_search_call` / `tool_search_output` loading
 /// `get_weather`, large function outputs, and (with `trigger`) a `compaction_trigger`
@@ -213,6 +244,12 @@ fn logs() -> Vec<(&'static str, Format, String, String)> {
             anthropic(false, true),
         ),
         (
+            "anthropic+script",
+            Format::AnthropicMessages,
+            anthropic_script(true),
+            anthropic_script(false),
+        ),
+        (
             "responses",
             Format::OpenAiResponses,
             responses(true, false),
@@ -238,8 +275,29 @@ fn names(v: &[format::RuleViolation]) -> BTreeSet<&'static str> {
 }
 
 /// What a compaction must keep of `before` in `after`: no control item lost, no tool
-/// unloaded, no other rule broken that `before` kept.
+/// unloaded, the turn a code-execution script waits on sent as it was, no other rule
+/// broken that `before` kept.
 fn assert_kept(case: &str, before: &Transcript, after: &Transcript) {
+    if before.names_container == Some(true) {
+        let tail = |t: &Transcript| -> Vec<Vec<u64>> {
+            t.messages[t.messages.len() - 2..]
+                .iter()
+                .map(|m| m.prints.clone())
+                .collect()
+        };
+        assert_eq!(tail(after), tail(before), "{case}: the script's turn");
+        assert_eq!(after.names_container, Some(true), "{case}: the container");
+    }
+    // A task budget: carried (what is left after the history the compaction read, at
+    // most), or the history only appended to.
+    if let Some(budget) = before.task_budget {
+        let left = after.task_budget.and_then(|b| b.remaining);
+        let most = budget.remaining_after(before.live_tokens());
+        assert!(
+            left.is_none() || left <= most,
+            "{case}: remaining {left:?}, at most {most:?}"
+        );
+    }
     let found = check_against(before, after);
     assert!(
         !found
@@ -304,6 +362,8 @@ fn the_documented_logs_hold_their_walls() {
         let expected = match name {
             // get_weather, get_forecast, tool_addition, output_config, clear_at.
             "anthropic" | "anthropic-tight" => 5,
+            // ... and the script's turn: the code execution, its call, the answer.
+            "anthropic+script" => 8,
             // two configuration_updates, the search output.
             "responses" => 3,
             _ => 4,

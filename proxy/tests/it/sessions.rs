@@ -196,6 +196,77 @@ fn a_compacted_session_continues_what_the_provider_saw_and_carries_its_summary()
     );
 }
 
+/// A task budget through a compacted session: the compaction passes `remaining`
+/// (what is left after the history it read), and every continued request carries
+/// that `remaining` in the client's `output_config`, the rest of it as the client
+/// sent it; `check --before` finds nothing to say of either.
+#[test]
+fn a_compacted_session_carries_its_task_budget_forward() {
+    let [t1, _, _] = turns();
+    let with_budget = |body: &str| {
+        let mut v: Value = serde_json::from_str(body).unwrap();
+        v["output_config"] = serde_json::json!({"effort": "high", "task_budget": {"type": "tokens", "total": 500000}});
+        v.to_string()
+    };
+    let first = with_budget(&turn(t1));
+    let budget = budget_for(&first);
+    let mode = compact_mode(budget);
+    let (d1, m1) = mode.decide_in(Route::AnthropicMessages, first.as_bytes(), None);
+    let Decision::Compacted { body: b1, .. } = &d1 else {
+        panic!("{d1:?}")
+    };
+    let config = |body: &[u8]| -> Value {
+        serde_json::from_slice::<Value>(body).unwrap()["output_config"].clone()
+    };
+    let left = 500000 - tokens(&first);
+    assert_eq!(config(b1)["task_budget"]["remaining"], left);
+    assert_eq!(config(b1)["effort"], "high");
+    let read = |body: &[u8]| {
+        cutpoint::format::read(
+            std::str::from_utf8(body).unwrap(),
+            Format::AnthropicMessages,
+            &ByteEstimate,
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        cutpoint::format::check_against(&read(first.as_bytes()), &read(b1)),
+        vec![]
+    );
+    let mut v: Value = serde_json::from_str(&first).unwrap();
+    let messages = v["messages"].as_array_mut().unwrap();
+    messages.push(
+        serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}]}),
+    );
+    messages.push(serde_json::json!({"role": "user", "content": "Thanks. Next?"}));
+    let next = v.to_string();
+    // Decided incrementally and from scratch alike.
+    for incremental in [true, false] {
+        let (d, _, warm) = match incremental {
+            true => mode.decide_in_traced(Route::AnthropicMessages, next.as_bytes(), m1.clone()),
+            false => {
+                let (d, m) = mode.decide_in_from_scratch(
+                    Route::AnthropicMessages,
+                    next.as_bytes(),
+                    m1.as_ref(),
+                );
+                (d, m, false)
+            }
+        };
+        assert_eq!(warm, incremental);
+        let Decision::Continued { body, .. } = &d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(
+            config(body)["task_budget"]["remaining"],
+            left,
+            "incremental: {incremental}"
+        );
+        assert_eq!(config(body)["task_budget"]["total"], 500000);
+        assert_eq!(config(body)["effort"], "high");
+    }
+}
+
 /// What turn 1 remembers: the client's history and the forwarded one.
 fn remembered(client: &str, forwarded: &[u8]) -> (Vec<String>, Option<Vec<String>>) {
     (history(client.as_bytes()), Some(history(forwarded)))

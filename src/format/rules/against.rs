@@ -34,7 +34,9 @@ use crate::format::{Block, Control, Format, Message, Role, Transcript};
 ///   `after` ([`Transcript::loaded_tools`]);
 /// - [`Rule::AnthropicTaskBudgetNotCarried`]: `before` sets a task budget and `after`
 ///   rewrites its history (its messages are not `before`'s followed by new ones)
-///   without `remaining`.
+///   without `remaining`;
+/// - [`Rule::AnthropicProgrammaticAnswerLost`]: `before` answers the calls a
+///   code-execution script waits on and `after` does not send those answers.
 ///
 /// Violations name messages and lines of `after`; a lost compaction names where the
 /// live history of `after` starts. **O(blocks)** expected, of both logs.
@@ -49,6 +51,7 @@ pub fn check_against(before: &Transcript, after: &Transcript) -> Vec<RuleViolati
             control_lost(before, after, &mut out);
             tools_unloaded(before, after, &mut out);
             task_budget(before, after, &mut out);
+            script_answer_lost(before, after, &mut out);
         }
         Format::OpenAiResponses | Format::CodexRollout => {
             compaction_lost(before, after, &mut out);
@@ -403,5 +406,30 @@ fn task_budget(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolat
         call_id: None,
         pending_at_end: false,
         text: format!("the original sets `output_config.task_budget` ({total} tokens) and this rewrite of its history passes no `remaining`: after a client compaction the budget left is carried in `remaining`, or the model's countdown restarts at `total` (not refused)"),
+    });
+}
+
+/// The calls a code-execution script of `before` waits on, answered there, are
+/// answered at the end of `after` too.
+fn script_answer_lost(before: &Transcript, after: &Transcript, out: &mut Vec<RuleViolation>) {
+    let Some((_, waiting)) = super::waiting_script(&before.messages) else {
+        return;
+    };
+    let still = super::waiting_script(&after.messages);
+    let answered: Vec<&crate::CallId> = still
+        .as_ref()
+        .map(|(_, c)| c.iter().map(|(_, id, _)| *id).collect())
+        .unwrap_or_default();
+    let Some(&(_, lost, _)) = waiting.iter().find(|(_, id, _)| !answered.contains(id)) else {
+        return;
+    };
+    let at = after.messages.len().saturating_sub(1);
+    out.push(RuleViolation {
+        rule: Rule::AnthropicProgrammaticAnswerLost,
+        message: at,
+        line: after.messages.last().map_or(1, |m| m.line),
+        call_id: Some(lost.clone()),
+        pending_at_end: false,
+        text: format!("the original answers programmatic call {lost}, which a code-execution script waits on, in its last message; this rewrite does not send that answer after the call, so the script never receives it"),
     });
 }

@@ -13,6 +13,7 @@ mod against;
 mod prefix;
 
 pub use against::check_against;
+pub(crate) use anthropic::waiting_script;
 pub use prefix::{Invalidated, invalidated_thinking};
 mod anthropic;
 mod gemini;
@@ -43,6 +44,22 @@ pub enum Rule {
     /// whose `caller` is a server code-execution tool holds only `tool_result`
     /// blocks.
     AnthropicProgrammaticResultNotAlone,
+    /// Anthropic programmatic tool calling: a request that answers the calls a
+    /// code-execution script made (the last assistant message's programmatic
+    /// `tool_use`s, answered in the message after it) names the script's
+    /// `container`. Checked on request objects ([`Transcript::names_container`]).
+    AnthropicProgrammaticContainerMissing,
+    /// Anthropic programmatic tool calling: the results of the calls a code-execution
+    /// script made (the last assistant message's) were written after the script's
+    /// container expired ([`Note::ContainerExpiresAt`](super::Note::ContainerExpiresAt),
+    /// [`Note::WrittenAt`](super::Note::WrittenAt): Claude Code records carry both).
+    AnthropicProgrammaticContainerExpired,
+    /// Anthropic programmatic tool calling: the log before answers the calls a
+    /// code-execution script waits on (its last assistant message's, in the message
+    /// after it); the log after does not send those answers right after those calls
+    /// (a compaction summarized or edited the turn). Needs the log before and after
+    /// ([`check_against`]).
+    AnthropicProgrammaticAnswerLost,
     /// OpenAI Responses `compaction_trigger`: the last input item of a request, with
     /// no `id`, never persisted (so never in a Codex rollout).
     ResponsesCompactionTriggerMisplaced,
@@ -148,6 +165,13 @@ impl Rule {
             Rule::AnthropicResultAfterText => "anthropic/tool-result-after-text",
             Rule::AnthropicSystemMessagePlacement => "anthropic/system-message-placement",
             Rule::AnthropicProgrammaticResultNotAlone => "anthropic/programmatic-result-not-alone",
+            Rule::AnthropicProgrammaticContainerMissing => {
+                "anthropic/programmatic-container-missing"
+            }
+            Rule::AnthropicProgrammaticContainerExpired => {
+                "anthropic/programmatic-container-expired"
+            }
+            Rule::AnthropicProgrammaticAnswerLost => "anthropic/programmatic-answer-lost",
             Rule::ResponsesCompactionTriggerMisplaced => {
                 "openai-responses/compaction-trigger-misplaced"
             }
@@ -249,7 +273,10 @@ impl fmt::Display for RuleViolation {
 pub fn check_messages(format: Format, messages: &[Message]) -> Vec<RuleViolation> {
     let mut out = Vec::new();
     match format {
-        Format::AnthropicMessages | Format::ClaudeCode => anthropic::compaction(messages, &mut out),
+        Format::AnthropicMessages | Format::ClaudeCode => {
+            anthropic::compaction(messages, &mut out);
+            anthropic::container_expired(messages, &mut out);
+        }
         Format::Gemini => gemini::signatures(messages, false, &mut out),
         Format::OpenAiResponses | Format::CodexRollout => {
             openai_responses::compaction_trigger(format, messages, &mut out)
@@ -305,6 +332,10 @@ pub fn check_rules(t: &Transcript) -> Vec<RuleViolation> {
             .position(|m| m.starts_history)
             .map_or(t.messages.len(), |p| p + 1);
         out.retain(|v| !(v.rule == Rule::ResponsesNoCall && v.message < first_boundary));
+    }
+    if t.format == Format::AnthropicMessages && t.names_container == Some(false) {
+        anthropic::container_missing(&t.messages, &mut out);
+        out.sort_by_key(|v| v.message);
     }
     out
 }
