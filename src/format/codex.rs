@@ -188,11 +188,29 @@ mod tests {
             r#"{"timestamp":"T2","type":"event_msg","payload":{"info":{"last_token_usage":{"cached_input_tokens":0,"input_tokens":0,"output_tokens":0,"reasoning_output_tokens":0,"total_tokens":77},"#,
             r#""model_context_window":1000,"total_token_usage":{"input_tokens":900,"total_tokens":950}},"rate_limits":null,"type":"token_count"}}"#,
         );
-        assert_eq!(out, format!("{event}\n{item}\n{expected}\n"));
+        // The payload's members come in the order serde_json's map keeps (sorted, or
+        // as inserted where a crate of the build turns `preserve_order` on): the
+        // lines are compared as JSON, the line's own order as text.
+        let same = |got: &str, want: &str| {
+            let (got, want): (Vec<&str>, Vec<&str>) =
+                (got.lines().collect(), want.lines().collect());
+            assert_eq!(got.len(), want.len(), "{got:?}");
+            for (g, w) in got.iter().zip(&want) {
+                let value = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+                assert_eq!(value(g), value(w), "{g}");
+            }
+            assert!(
+                got[got.len() - 1]
+                    .starts_with(r#"{"timestamp":"T2","type":"event_msg","payload":"#)
+            );
+        };
+        same(&out, &format!("{event}\n{item}\n{expected}\n"));
+        assert!(out.ends_with('\n'));
         // Without a trailing newline, none is added at the end.
         let mut bare = format!("{event}\n{item}");
         recount(&mut bare, 77);
-        assert_eq!(bare, format!("{event}\n{item}\n{expected}"));
+        same(&bare, &format!("{event}\n{item}\n{expected}"));
+        assert!(!bare.ends_with('\n'));
         // A rollout that reports no usage (only `info: null`) gets nothing.
         let none = r#"{"timestamp":"T1","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":null}}"#;
         let mut out = format!("{none}\n{item}\n");
