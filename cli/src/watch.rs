@@ -50,10 +50,14 @@ impl Watch {
         let mut out = Vec::new();
         match &item.detail {
             Detail::Opened(Content::Call {
-                id, name, server, ..
+                id,
+                name,
+                server,
+                programmatic,
+                ..
             }) => {
                 self.tool_calls += 1;
-                out.push(json!({"event": "call_opened", "record": at, "call_id": id.as_str(), "name": name, "server": server}));
+                out.push(json!({"event": "call_opened", "record": at, "call_id": id.as_str(), "name": name, "server": server, "programmatic": programmatic}));
             }
             Detail::Closed(Content::Call { id, arguments, .. }) => {
                 out.push(json!({"event": "arguments_complete", "record": at, "call_id": id.as_str(), "arguments": arguments}));

@@ -57,6 +57,24 @@ pub(crate) struct RawBlock<'a> {
     /// A `fallback` block's model that continues (`{"model": ...}`).
     #[serde(borrow, default)]
     pub(crate) to: Option<&'a RawValue>,
+    /// A `tool_use`'s `caller` (programmatic tool calling: [`is_script_caller`]).
+    #[serde(borrow, default)]
+    pub(crate) caller: Option<&'a RawValue>,
+}
+
+/// Whether a `tool_use`'s `caller` (its JSON) names a server code-execution tool
+/// (`{"type": "code_execution_20260120", ...}`): a call a script made, whose answer
+/// holds only results and which the script waits on. **O(len)**.
+pub(crate) fn is_script_caller(caller: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Caller<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<JsonStr<'a>>,
+    }
+    serde_json::from_str::<Caller<'_>>(caller.get())
+        .ok()
+        .and_then(|c| opt_str(&c.kind).map(|k| k.starts_with("code_execution")))
+        .unwrap_or(false)
 }
 
 /// What a content block is, as the reader and the stream decoder both see it.
@@ -217,8 +235,8 @@ struct Line<'a> {
 struct Annotated<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<JsonStr<'a>>,
-    #[serde(default)]
-    caller: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    caller: Option<&'a RawValue>,
 }
 
 /// What [`annotate`] looks for: a message, or a block, without any of these is not
@@ -291,20 +309,15 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
                 let kind = opt_str(&b.kind).unwrap_or("");
                 match kind {
                     "server_tool_use" => m.notes.push((k, Note::ServerCall)),
-                    "tool_use" if matches!(m.blocks[k].0, Block::Call { .. }) => {
-                        let caller = b
-                            .caller
-                            .as_ref()
-                            .and_then(|c| c.get("type"))
-                            .and_then(|c| c.as_str())
-                            .unwrap_or("direct");
-                        if caller.starts_with("code_execution") {
-                            m.notes.push((k, Note::ProgrammaticCall));
-                            if jsonl {
-                                let expires = *expiry.get_or_insert_with(|| container_expiry(raw));
-                                if let Some(at) = expires {
-                                    m.notes.push((k, Note::ContainerExpiresAt(at)));
-                                }
+                    "tool_use"
+                        if matches!(m.blocks[k].0, Block::Call { .. })
+                            && b.caller.is_some_and(is_script_caller) =>
+                    {
+                        m.notes.push((k, Note::ProgrammaticCall));
+                        if jsonl {
+                            let expires = *expiry.get_or_insert_with(|| container_expiry(raw));
+                            if let Some(at) = expires {
+                                m.notes.push((k, Note::ContainerExpiresAt(at)));
                             }
                         }
                     }

@@ -590,6 +590,73 @@ fn a_rewrite_sends_the_answer_a_waiting_script_expects() {
     }
 }
 
+/// The live Anthropic decoder reads a `caller` as the file reader does: the call a
+/// script made is `programmatic`, and fed into a [`Log`](cutpoint::compact::Log) it is
+/// kept (no compaction covers it, so its answer stays bound to it); a direct call is
+/// not.
+#[test]
+fn the_live_decoder_keeps_a_programmatic_call() {
+    use cutpoint::compact::{Entry, Log};
+    use cutpoint::format::live::Feed;
+    let stream = |caller: &str| {
+        sse(&[
+            r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_c","name":"code_execution","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"code\":\"rows = await query()\"}"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            &format!(
+                r#"{{"type":"content_block_start","index":1,"content_block":{{"type":"tool_use","id":"toolu_q","name":"query","input":{{}},"caller":{caller}}}}}"#
+            ),
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"table\":\"t\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+    };
+    for (caller, programmatic) in [
+        (
+            r#"{"type":"code_execution_20260120","tool_id":"srvtoolu_c"}"#,
+            true,
+        ),
+        (r#"{"type":"direct"}"#, false),
+        ("null", false),
+    ] {
+        let (items, err) = decode_all(StreamFormat::AnthropicSse, &stream(caller));
+        assert!(err.is_none(), "{err:?}");
+        let mut log = Log::new();
+        log.append(Entry::from(cutpoint::Record::user(40))).unwrap();
+        for item in &items {
+            log.feed(item).unwrap();
+        }
+        // Said when the call opens and when it closes.
+        let said: Vec<bool> = items
+            .iter()
+            .filter_map(|d| match &d.detail {
+                Detail::Opened(Content::Call {
+                    id, programmatic, ..
+                })
+                | Detail::Closed(Content::Call {
+                    id, programmatic, ..
+                }) if id.as_str() == "toolu_q" => Some(*programmatic),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(said, [programmatic, programmatic], "{caller}");
+        // The agent answers it. The script's server call stays open until the script
+        // ends (its result comes in a later response), which already holds every cut
+        // after it; the programmatic call is kept besides, a wall of its own.
+        log.append(Entry::from(cutpoint::Record::tool_result("toolu_q", 5)))
+            .unwrap();
+        let kept = log.kept_positions().to_vec();
+        assert_eq!(
+            kept,
+            if programmatic { vec![2] } else { vec![] },
+            "{caller}"
+        );
+        assert_eq!(log.kept_in(0..log.len()), programmatic.then_some(2));
+    }
+}
+
 /// Claude Code records of a turn in which a code-execution script calls a tool: the
 /// response (with its container's expiry) and the result, written at `written`.
 fn claude_code_script(expires_at: &str, written: &str) -> String {

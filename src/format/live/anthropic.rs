@@ -30,7 +30,7 @@ use super::{At, Content, ErrorBody, FALLBACK, Provider, RawUsage, StreamError, U
 use crate::CallId;
 #[cfg(doc)]
 use crate::Event;
-use crate::format::anthropic::{BlockKind, RawBlock, needs_id};
+use crate::format::anthropic::{BlockKind, RawBlock, is_script_caller, needs_id};
 use crate::format::json_doc::{JsonStr, opt_str};
 
 #[derive(Deserialize)]
@@ -259,7 +259,9 @@ impl State {
                 };
                 let name = opt_str(&block.name).unwrap_or_default();
                 self.droppable(index, Some(id.clone()));
-                return out.open_call(at, bound, id, name, server, None, input);
+                // Programmatic tool calling: the file reader's test (`annotate`).
+                let programmatic = !server && block.caller.is_some_and(is_script_caller);
+                return out.open_call(at, bound, id, name, (server, programmatic), None, input);
             }
             BlockKind::Result { id, .. } => {
                 let id = needs_id(id, kind, "a tool_use_id").map_err(|m| at.malformed(m))?;

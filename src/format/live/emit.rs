@@ -218,7 +218,8 @@ impl Emitter {
     }
 
     /// Opens a call's `tool_use` record, its name counted, with the `arguments` that
-    /// came with its start as its first piece. **O(len(name) + len(arguments))**.
+    /// came with its start as its first piece; a server call, or a programmatic one
+    /// ([`Content::Call`]), as its start says. **O(len(name) + len(arguments))**.
     #[expect(
         clippy::too_many_arguments,
         reason = "a call's start says all of these, in every provider's stream"
@@ -229,7 +230,7 @@ impl Emitter {
         bound: bool,
         id: CallId,
         name: &str,
-        server: bool,
+        (server, programmatic): (bool, bool),
         signature: Option<&str>,
         arguments: Option<&str>,
     ) -> Result<(), StreamError> {
@@ -240,6 +241,7 @@ impl Emitter {
             server,
             signature: signature.map(str::to_owned),
             truncated: false,
+            programmatic,
         };
         self.open(at, content, bound, self.counter.count(name))?;
         match arguments {

@@ -69,7 +69,11 @@ impl Feed for Log {
             (Some(Event::Opened(record)), Detail::Opened(content)) => {
                 // The arguments are not known yet: the payload gets them at close.
                 let payload = match content {
-                    Content::Call { name, .. } => Payload::Call {
+                    Content::Call {
+                        name,
+                        programmatic: false,
+                        ..
+                    } => Payload::Call {
                         name: Some(name.clone()),
                         arguments: None,
                     },

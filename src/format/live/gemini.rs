@@ -174,7 +174,15 @@ impl State {
             None => placeholder_id(name, out.response_index(), out.records()),
         };
         let args = call.args.map(RawValue::get);
-        out.open_call(at, out.records() > 0, id, name, false, signature, args)?;
+        out.open_call(
+            at,
+            out.records() > 0,
+            id,
+            name,
+            (false, false),
+            signature,
+            args,
+        )?;
         if call.partial.is_some() || call.will_continue == Some(true) {
             let mut args = Args::default();
             for p in call.partial.iter().flatten() {

@@ -287,6 +287,11 @@ pub enum Content {
         /// `max_output_tokens`, `MAX_TOKENS`) while the arguments streamed: they are
         /// cut off.
         truncated: bool,
+        /// An Anthropic call a code-execution script made (its `caller` names a
+        /// code-execution tool: programmatic tool calling). The script waits on its
+        /// answer, so the call is [`Payload::Kept`]: no compaction covers it or the
+        /// answer bound to it, as the file reader keeps the turn a script waits on.
+        programmatic: bool,
     },
     /// The result of a server call, streamed by the provider (Anthropic
     /// `*_tool_result` blocks): a `tool_result` record.
@@ -368,9 +373,13 @@ impl Content {
     /// [`Payload::Reasoning`] (signed when it carries a signature or is redacted), so
     /// the compaction strategies know it; an Anthropic `fallback` block
     /// [`Payload::Kept`] (a control item, pinned where it is, as the Anthropic reader
-    /// keeps it); nothing for text. **O(len)** (the text is copied).
+    /// keeps it), and so is a programmatic call; nothing for text. **O(len)** (the
+    /// text is copied).
     pub fn payload(&self) -> Payload {
         match self {
+            Content::Call {
+                programmatic: true, ..
+            } => Payload::Kept,
             Content::Call {
                 name, arguments, ..
             } => Payload::Call {

@@ -319,7 +319,15 @@ impl State {
             return Err(at.malformed(format!("tool call {} has no id", call.index)));
         }
         let id = CallId::from(call.id.as_str());
-        out.open_call(at, out.records() > 0, id, &call.name, false, None, None)?;
+        out.open_call(
+            at,
+            out.records() > 0,
+            id,
+            &call.name,
+            (false, false),
+            None,
+            None,
+        )?;
         let buffered = std::mem::take(&mut call.arguments);
         out.counted_piece(at, &buffered, call.tokens)?;
         call.slot = Slot::Live;

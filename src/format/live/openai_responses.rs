@@ -215,7 +215,15 @@ impl State {
             } => {
                 let arguments = arguments.map(|a| string_or_json(Some(a)));
                 let id = CallId::from(id);
-                return out.open_call(at, bound, id, name, server, None, arguments.as_deref());
+                return out.open_call(
+                    at,
+                    bound,
+                    id,
+                    name,
+                    (server, false),
+                    None,
+                    arguments.as_deref(),
+                );
             }
             // The only output a response streams: a server's tool search.
             ItemKind::Result { id, .. } if kind == "tool_search_output" => (
