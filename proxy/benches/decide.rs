@@ -12,6 +12,12 @@
 //! - `continued/{from_scratch,incremental}/claude_code` (compact mode): the same
 //!   request when the session's previous one was compacted: forwarded as the
 //!   compacted history followed by the new elements, within the budget.
+//! - `over_budget/{session,read_and_check}/claude_code`: the same request when the
+//!   session's previous one (half as long) was compacted and the continuation is over
+//!   the budget again, so the pipeline runs on it (`session`); and the request read
+//!   and checked whole (`read_and_check`, check mode without a session): the most a
+//!   compaction started from the session's reading instead of the continuation's
+//!   text could save.
 //!
 //! `cargo bench -p cutpoint-proxy --bench decide`
 
@@ -118,6 +124,45 @@ fn decide(c: &mut Criterion) {
             |prior| mode.decide_in(route, next, prior),
             BatchSize::SmallInput,
         );
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("over_budget");
+    let (name, route, key, next) = &requests[0];
+    let route = *route;
+    let tokens = |body: &[u8]| {
+        cutpoint::format::read(
+            std::str::from_utf8(body).expect("UTF-8"),
+            route.format(),
+            &cutpoint::format::ByteEstimate,
+        )
+        .expect("a request")
+        .live_tokens()
+    };
+    let mut previous = previous_turn(next, key);
+    while tokens(&previous) * 2 > tokens(next) {
+        previous = previous_turn(&previous, key);
+    }
+    let (mode, session) = [60, 70, 80, 90]
+        .into_iter()
+        .find_map(|share| {
+            let mode = compact_mode(tokens(&previous) * share / 100);
+            let (first, session) = mode.decide_in(route, &previous, None);
+            let session = session.filter(|_| matches!(first, Decision::Compacted { .. }))?;
+            let (again, _, incremental) = mode.decide_in_traced(route, next, Some(session.clone()));
+            (!incremental && matches!(again, Decision::Compacted { .. })).then_some((mode, session))
+        })
+        .expect("a budget that compacts both turns");
+    group.throughput(Throughput::Bytes(next.len() as u64));
+    group.bench_with_input(BenchmarkId::new("session", name), next, |b, next| {
+        b.iter_batched(
+            || Some(session.clone()),
+            |prior| mode.decide_in(route, next, prior),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_with_input(BenchmarkId::new("read_and_check", name), next, |b, next| {
+        b.iter(|| check.decide(route, next));
     });
     group.finish();
 }

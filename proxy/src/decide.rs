@@ -340,10 +340,15 @@ impl Mode {
     ) -> (Decision, Option<Session>, bool) {
         match (request, prior) {
             (Some(request), Some(mut prior)) => {
-                if let Some(decision) = crate::warm::decide(self, route, request, &mut prior) {
-                    return (decision, Some(prior), true);
-                }
-                let (decision, session) = self.scratch(route, body, Some(request), Some(&prior));
+                let checked = match crate::warm::decide(self, route, request, &mut prior) {
+                    Ok(decision) => return (decision, Some(prior), true),
+                    Err(crate::warm::Declined::Scratch) => None,
+                    // The client's side read and checked already: only the
+                    // continuation is read whole, to compact it.
+                    Err(crate::warm::Declined::OverBudget { n }) => Some(n),
+                };
+                let (decision, session) =
+                    self.scratch_checked(route, body, Some(request), Some(&prior), checked);
                 (decision, session, false)
             }
             (request, prior) => {

@@ -46,6 +46,23 @@ impl Mode {
         request: Option<&Request<'_>>,
         prior: Option<&Session>,
     ) -> (Decision, Option<Session>) {
+        self.scratch_checked(route, body, request, prior, None)
+    }
+
+    /// [`scratch`](Mode::scratch), where `checked` is `Some(n)` when the incremental
+    /// path has read and checked the client's request already
+    /// ([`Declined::OverBudget`](crate::warm::Declined::OverBudget)): `prior`'s client
+    /// side is the request's reading, its first `n` elements `prior`'s own; the
+    /// request is not read whole again, only the continuation, to compact it.
+    /// **O(len)** plus the pipeline.
+    pub(crate) fn scratch_checked(
+        &self,
+        route: Route,
+        body: &[u8],
+        request: Option<&Request<'_>>,
+        prior: Option<&Session>,
+        checked: Option<usize>,
+    ) -> (Decision, Option<Session>) {
         let fresh = || self.fresh(route, body, request);
         let Mode::Compact(c) = self else {
             return fresh();
@@ -64,7 +81,7 @@ impl Mode {
             return fresh();
         };
         let (top, items) = (&request.members, request.items());
-        let n = prior.client.elements.len();
+        let n = checked.unwrap_or(prior.client.elements.len());
         let continues = items.len() >= n
             && items[..n]
                 .iter()
@@ -73,16 +90,29 @@ impl Mode {
         if !continues {
             return fresh();
         }
-        // The client's request keeps the rules on its own, as check mode judges it.
-        let Ok(client) = Loaded::read(text, route.format(), &ByteEstimate) else {
-            return fresh();
+        // The client's request keeps the rules on its own, as check mode judges it:
+        // checked already on the incremental path, or read and checked here.
+        let (tokens_before, client_side) = match checked {
+            Some(_) => (
+                prior.client.transcript.live_tokens(),
+                Some(prior.client.clone()),
+            ),
+            None => {
+                let Ok(client) = Loaded::read(text, route.format(), &ByteEstimate) else {
+                    return fresh();
+                };
+                if client
+                    .check(None, false)
+                    .is_ok_and(|c| !c.violations.is_empty())
+                {
+                    return fresh();
+                }
+                let tokens = client.live_tokens();
+                let side = transcript(client)
+                    .and_then(|t| Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t));
+                (tokens, side)
+            }
         };
-        if client
-            .check(None, false)
-            .is_ok_and(|c| !c.violations.is_empty())
-        {
-            return fresh();
-        }
         let forwarded: Vec<&str> = prior_forwarded
             .elements
             .iter()
@@ -104,15 +134,13 @@ impl Mode {
         {
             return fresh();
         }
-        let tokens_before = client.live_tokens();
+
         let after = loaded.live_tokens();
         let outcome = match after <= c.budget() {
             true => None,
             false => Some(compact(c, route, &continued, &loaded)),
         };
         let head = Head::of(route, top);
-        let client_side = transcript(client)
-            .and_then(|t| Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t));
         let session = |forwarded: Option<Side>| {
             Some(Session {
                 route,

@@ -142,10 +142,25 @@ fn extend(side: &mut Side, new: &[&RawValue], messages: Vec<Message>, tools: &[T
         }));
 }
 
+/// Why [`decide`] left a request to the path that reads it whole.
+pub(crate) enum Declined {
+    /// Not one this path decides (see the module doc); `prior` is as it was.
+    Scratch,
+    /// A continuation of a compacted session, over the budget: the client's request
+    /// keeps the rules, and `prior`'s client side is extended by its new elements (the
+    /// reading a whole read of the request would make, positions aside), so the path
+    /// that compacts the continuation need not read and check the request again. The
+    /// first `n` elements of that side are `prior`'s.
+    OverBudget {
+        /// `prior`'s client elements before this request's.
+        n: usize,
+    },
+}
+
 /// The decision on `request` (of `route`) as the next request of `prior`, made on
 /// `prior`'s reading and a reading of the new elements only, with `prior` extended to
-/// the session after it; `None`, `prior` left as it was, when it is not one this
-/// path decides (see the module doc): the caller decides it from scratch.
+/// the session after it; [`Declined`] when it is not one this path decides: the
+/// caller decides it from scratch.
 /// **O(new elements)** to read, **O(blocks)** to check, **O(len)** to compare the
 /// prefix and to write a continued body.
 pub(crate) fn decide(
@@ -153,9 +168,9 @@ pub(crate) fn decide(
     route: Route,
     request: &Request<'_>,
     prior: &mut Session,
-) -> Option<Decision> {
+) -> Result<Decision, Declined> {
     if prior.route != route || !prior.head.matches(route, &request.members) {
-        return None;
+        return Err(Declined::Scratch);
     }
     let items = request.items();
     let n = prior.client.elements.len();
@@ -165,16 +180,16 @@ pub(crate) fn decide(
             .zip(&prior.client.elements)
             .all(|(a, b)| a.get() == &**b)
     {
-        return None;
+        return Err(Declined::Scratch);
     }
     let new = &items[n..];
     let before = prior.client.elements.last().map(|e| &**e);
-    let (messages, tools) = read_new(route, before, new)?;
+    let (messages, tools) = read_new(route, before, new).ok_or(Declined::Scratch)?;
     // The forwarded history's new messages, when the element before them is not the
     // client's (Responses binding), are read after its own last element.
     let forwarded_reading = match &prior.forwarded {
         Some(f) if route == Route::OpenAiResponses && f.elements.last().map(|e| &**e) != before => {
-            Some(read_new(route, f.elements.last().map(|e| &**e), new)?)
+            Some(read_new(route, f.elements.last().map(|e| &**e), new).ok_or(Declined::Scratch)?)
         }
         Some(_) => Some((messages.clone(), tools.clone())),
         None => None,
@@ -187,12 +202,12 @@ pub(crate) fn decide(
     };
     if !check_rules(&prior.client.transcript).is_empty() {
         undo(prior);
-        return None;
+        return Err(Declined::Scratch);
     }
     let Mode::Compact(c) = mode else {
         // Forwarded as it came: what the provider saw is the client's history.
         prior.forwarded = None;
-        return Some(Decision::Forward);
+        return Ok(Decision::Forward);
     };
     let tokens_before = prior.client.transcript.live_tokens();
     let Some((f_messages, f_tools)) = forwarded_reading else {
@@ -200,22 +215,28 @@ pub(crate) fn decide(
         // came; over it, the pipeline reads it whole.
         if tokens_before > c.budget() {
             undo(prior);
-            return None;
+            return Err(Declined::Scratch);
         }
-        return Some(Decision::Forward);
+        return Ok(Decision::Forward);
     };
     let Some(forwarded) = prior.forwarded.as_mut() else {
         // `forwarded_reading` is `Some` only with a forwarded history.
         undo(prior);
-        return None;
+        return Err(Declined::Scratch);
     };
     let m = forwarded.elements.len();
     extend(forwarded, new, f_messages, &f_tools);
     let tokens_after = forwarded.transcript.live_tokens();
-    if tokens_after > c.budget() || !check_rules(&forwarded.transcript).is_empty() {
+    let over = tokens_after > c.budget();
+    if over || !check_rules(&forwarded.transcript).is_empty() {
         forwarded.truncate(m);
+        if over {
+            // The client's side stays extended: the compaction path takes it (and
+            // makes a session of its own, so the followed answer is not needed).
+            return Err(Declined::OverBudget { n });
+        }
         undo(prior);
-        return None;
+        return Err(Declined::Scratch);
     }
     let mut history = String::with_capacity(
         forwarded
@@ -235,7 +256,7 @@ pub(crate) fn decide(
     history.push(']');
     let body =
         crate::body::continued_body(route, &request.members, &history, &forwarded.transcript);
-    Some(Decision::Continued {
+    Ok(Decision::Continued {
         body: body.into(),
         tokens_before,
         tokens_after,
