@@ -1,7 +1,11 @@
 //! `--format auto`: telling the format from the input's shape.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{Format, FormatError, gemini_cli, json_doc};
 
@@ -146,16 +150,21 @@ pub fn detect(text: &str) -> Result<Format, FormatError> {
 /// Whether `text` is one JSON object holding a message array (`messages`, `input`,
 /// `contents` or `history`) on a single line: a request body as a proxy captures it,
 /// which is a JSON document of its provider's format, never one line of JSONL.
-/// **O(len)**.
+/// **O(len)**: one syntax pass, the top-level values skipped as their bytes (no tree
+/// is built: a request body is read whole right after).
 pub fn is_one_line_document(text: &str) -> bool {
     let body = text.trim();
     if !body.starts_with('{') || body.contains('\n') {
         return false;
     }
-    matches!(serde_json::from_str::<Value>(body), Ok(Value::Object(first)) if
-        ["messages", "input", "contents", "history"]
-            .iter()
-            .any(|k| first.get(*k).is_some_and(Value::is_array)))
+    // The top-level members as their bytes; a key given twice keeps its last value,
+    // as a tree would.
+    let Ok(top) = serde_json::from_str::<HashMap<Cow<'_, str>, &RawValue>>(body) else {
+        return false;
+    };
+    ["messages", "input", "contents", "history"]
+        .iter()
+        .any(|k| top.get(*k).is_some_and(|v| v.get().starts_with('[')))
 }
 
 /// What the top-level object says: the key holding the messages, and whether it is
@@ -327,11 +336,9 @@ fn detect_lines(text: &str) -> Result<Format, FormatError> {
 /// (**O(len)** for a one-line input).
 pub(crate) fn is_json_lines(text: &str) -> bool {
     let first_line = text.trim_start().lines().next().unwrap_or("");
+    // A JSON value that starts with `{` is an object: its syntax checked, no tree built.
     first_line.starts_with('{')
-        && matches!(
-            serde_json::from_str::<Value>(first_line),
-            Ok(Value::Object(_))
-        )
+        && serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok()
         && !is_one_line_document(text)
 }
 
