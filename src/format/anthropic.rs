@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, LineIndex, describe, opt_str, result_line};
+use super::json_doc::{JsonStr, LineIndex, describe, member, opt_str, result_line};
 use super::{
     Block, Control, Format, Note, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in,
 };
@@ -367,38 +367,17 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
     }
 }
 
-/// A Claude Code record's `message.container.expires_at`, as [`annotate`] reads it.
-#[derive(Deserialize)]
-struct Expiring<'a> {
-    #[serde(borrow, default)]
-    message: Option<Contained<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Contained<'a> {
-    #[serde(borrow, default)]
-    container: Option<Container<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Container<'a> {
-    #[serde(borrow, default)]
-    expires_at: Option<JsonStr<'a>>,
-}
-
-/// A Claude Code record's `timestamp`, as [`annotate`] reads it.
-#[derive(Deserialize)]
-struct Stamped<'a> {
-    #[serde(borrow, default)]
-    timestamp: Option<JsonStr<'a>>,
-}
-
 /// When the container of the response recorded on Claude Code line `raw` expires
 /// (`message.container.expires_at`), in milliseconds since the Unix epoch; `None`
 /// when the line names none or not as an RFC 3339 time. **O(len)**.
 fn container_expiry(raw: &str) -> Option<i64> {
-    let line: Expiring<'_> = serde_json::from_str(raw).ok()?;
-    unix_millis(opt_str(&line.message?.container?.expires_at)?)
+    let message = member(raw, "message")?;
+    time_of(member(member(message, "container")?, "expires_at")?)
+}
+
+/// An RFC 3339 time given as a JSON string ([`unix_millis`]). **O(len)**.
+fn time_of(json: &str) -> Option<i64> {
+    unix_millis(&serde_json::from_str::<String>(json).ok()?)
 }
 
 /// Adds [`Note::WrittenAt`] to each result (of a Claude Code transcript read from
@@ -439,8 +418,8 @@ fn written_at(text: &str, t: &mut Transcript, lines: Option<&LineIndex>) {
                 .spans
                 .iter()
                 .find(|s| lines.line(s.start) == line)
-                .and_then(|s| serde_json::from_str::<Stamped<'_>>(&text[s.clone()]).ok())
-                .and_then(|r| unix_millis(opt_str(&r.timestamp)?));
+                .and_then(|s| member(&text[s.clone()], "timestamp"))
+                .and_then(time_of);
             if let Some(at) = stamp {
                 notes.push((k, Note::WrittenAt(at)));
             }

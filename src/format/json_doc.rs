@@ -149,6 +149,14 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
     })
 }
 
+/// The JSON text of member `key` of the object `text`; `None` when `text` is no
+/// JSON object (or spells a key with escapes) or has no such member. **O(len)**: one
+/// syntax pass, no tree.
+pub(crate) fn member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let members: std::collections::HashMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
+    members.get(key).map(|r| r.get())
+}
+
 /// The byte range of `raw` inside `text`, which it was borrowed from. **O(1)**.
 pub(crate) fn span_of(text: &str, raw: &RawValue) -> Range<usize> {
     let start = (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
