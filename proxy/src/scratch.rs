@@ -98,15 +98,9 @@ impl Mode {
                 Some(prior.client.clone()),
             ),
             None => {
-                let Ok(client) = Loaded::read(text, route.format(), &ByteEstimate) else {
+                let Some(client) = kept_rules(route, text) else {
                     return fresh();
                 };
-                if client
-                    .check(None, false)
-                    .is_ok_and(|c| !c.violations.is_empty())
-                {
-                    return fresh();
-                }
                 let tokens = client.live_tokens();
                 let side = transcript(client)
                     .and_then(|t| Side::new(items.iter().map(|r| Box::from(r.get())).collect(), t));
@@ -125,15 +119,9 @@ impl Mode {
             &format!("[{}]", forwarded.join(",")),
             &prior_forwarded.transcript,
         );
-        let Ok(loaded) = Loaded::read(&continued, route.format(), &ByteEstimate) else {
+        let Some(loaded) = kept_rules(route, &continued) else {
             return fresh();
         };
-        if loaded
-            .check(None, false)
-            .is_ok_and(|c| !c.violations.is_empty())
-        {
-            return fresh();
-        }
 
         let after = loaded.live_tokens();
         let outcome = match after <= c.budget() {
@@ -232,4 +220,14 @@ impl Mode {
         });
         (whole.decision, session)
     }
+}
+
+/// `text` read with the reader of `route`'s format, when it reads and keeps the
+/// provider's rules on its own, as check mode judges it. **O(len)**.
+fn kept_rules(route: Route, text: &str) -> Option<Loaded<'_>> {
+    let loaded = Loaded::read(text, route.format(), &ByteEstimate).ok()?;
+    let broken = loaded
+        .check(None, false)
+        .is_ok_and(|c| !c.violations.is_empty());
+    (!broken).then_some(loaded)
 }
