@@ -29,17 +29,19 @@ pub(crate) struct Doc<'a> {
     pub(crate) names_container: Option<bool>,
 }
 
-/// The keys an object may hold its messages under, most specific first.
+/// The keys an object may hold its messages under, most specific first. `M` is how a
+/// message array is read: [`Items`] on the one pass of the fast path, `&RawValue` on
+/// the pass that explains a member that is no array (or an empty one).
 #[derive(Deserialize)]
-struct Holder<'a> {
-    #[serde(borrow, default)]
-    messages: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    contents: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    history: Option<&'a RawValue>,
+struct Holder<'a, M> {
+    #[serde(default = "none")]
+    messages: Option<M>,
+    #[serde(default = "none")]
+    input: Option<M>,
+    #[serde(default = "none")]
+    contents: Option<M>,
+    #[serde(default = "none")]
+    history: Option<M>,
     #[serde(borrow, default)]
     previous_response_id: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -52,6 +54,63 @@ struct Holder<'a> {
     output_config: Option<OutputConfig<'a>>,
     #[serde(borrow, default)]
     container: Option<&'a RawValue>,
+}
+
+fn none<M>() -> Option<M> {
+    None
+}
+
+/// A member read as a message array: its elements, borrowed, split in the same pass
+/// that reads the object around them, or `Other` for a member of another kind (which
+/// [`split`] reads again to say what it is).
+enum Items<'a> {
+    Array(Vec<&'a RawValue>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Items<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Items<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Items<'de>, A::Error> {
+                let mut elements = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(e) = seq.next_element::<&'de RawValue>()? {
+                    elements.push(e);
+                }
+                Ok(Items::Array(elements))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Items<'de>, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Items::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Items<'de>, E> {
+                Ok(Items::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -72,73 +131,84 @@ struct Budget {
 /// `messages` / `input` / `contents` (or SWE-agent's `history`). **O(len)**.
 pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> {
     let start = text.trim_start();
-    let mut previous_response = false;
-    let mut head_print = 0;
-    let mut task_budget = None;
-    let mut names_container = None;
-    let array: &RawValue = if start.starts_with('{') {
-        let holder: Holder<'_> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
-        previous_response = holder
-            .previous_response_id
-            .is_some_and(|r| r.get() != "null");
-        let head: Vec<&str> = [holder.system, holder.instructions, holder.tools]
-            .iter()
-            .map(|r| r.map_or("", |r| r.get()))
-            .collect();
-        if let Some(raw) = holder.output_config.as_ref().and_then(|o| o.task_budget) {
-            let b: Budget = serde_json::from_str(raw.get()).map_err(|e| FormatError::Invalid {
-                line: line_at(text, span_of(text, raw).start),
-                message: format!("`output_config.task_budget` is not a task budget: {e}"),
-            })?;
-            let at = span_of(text, raw);
-            task_budget = Some(super::TaskBudget {
-                total: b.total,
-                remaining: b.remaining,
-                at: (at.start, at.end),
-            });
+    if !start.starts_with('{') {
+        // A bare array: split as it is read.
+        let elements: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+        let array_span = text.len() - start.len()..text.trim_end().len();
+        return Ok(Doc {
+            elements,
+            array_span,
+            previous_response: false,
+            head_print: 0,
+            task_budget: None,
+            names_container: None,
+        });
+    }
+    // One pass reads the object and splits its message array; a member that is no
+    // array, or an empty one, is read again as raw text to say what it is and where.
+    let holder: Holder<'_, Items<'_>> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+    let chosen = preferred(
+        format,
+        [
+            holder.messages,
+            holder.input,
+            holder.contents,
+            holder.history,
+        ],
+    );
+    let (elements, array_span) = match chosen {
+        Some(Items::Array(elements)) if !elements.is_empty() => {
+            let first = span_of(text, elements[0]).start;
+            let last = span_of(text, elements[elements.len() - 1]).end;
+            // Only whitespace lies between a bracket and the element beside it.
+            let open = text[..first].trim_end().len() - 1;
+            let close = last + (text[last..].len() - text[last..].trim_start().len()) + 1;
+            (elements, open..close)
         }
-        names_container = Some(holder.container.is_some_and(|r| r.get() != "null"));
-        if head.iter().any(|h| !h.is_empty()) {
-            head_print = super::fingerprint(&head.join("\u{0}"));
+        _ => {
+            let raw: Holder<'_, &RawValue> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
+            let array = preferred(format, [raw.messages, raw.input, raw.contents, raw.history])
+                .ok_or_else(|| FormatError::Invalid {
+                    line: 1,
+                    message:
+                        "the object holds no `messages`, `input`, `contents` or `history` array"
+                            .to_owned(),
+                })?;
+            let array_span = span_of(text, array);
+            let elements: Vec<&RawValue> =
+                serde_json::from_str(array.get()).map_err(|e| FormatError::Invalid {
+                    line: line_at(text, array_span.start),
+                    message: format!("the messages are not a JSON array of objects: {e}"),
+                })?;
+            (elements, array_span)
         }
-        let preferred = match format {
-            Format::OpenAiResponses => [
-                holder.input,
-                holder.messages,
-                holder.contents,
-                holder.history,
-            ],
-            Format::Gemini => [
-                holder.contents,
-                holder.messages,
-                holder.input,
-                holder.history,
-            ],
-            _ => [
-                holder.messages,
-                holder.history,
-                holder.input,
-                holder.contents,
-            ],
-        };
-        preferred
-            .into_iter()
-            .flatten()
-            .next()
-            .ok_or_else(|| FormatError::Invalid {
-                line: 1,
-                message: "the object holds no `messages`, `input`, `contents` or `history` array"
-                    .to_owned(),
-            })?
-    } else {
-        serde_json::from_str(text).map_err(|e| invalid(&e))?
     };
-    let array_span = span_of(text, array);
-    let elements: Vec<&RawValue> =
-        serde_json::from_str(array.get()).map_err(|e| FormatError::Invalid {
-            line: line_at(text, array_span.start),
-            message: format!("the messages are not a JSON array of objects: {e}"),
+    let previous_response = holder
+        .previous_response_id
+        .is_some_and(|r| r.get() != "null");
+    let head: Vec<&str> = [holder.system, holder.instructions, holder.tools]
+        .iter()
+        .map(|r| r.map_or("", |r| r.get()))
+        .collect();
+    let mut task_budget = None;
+    if let Some(raw) = holder.output_config.as_ref().and_then(|o| o.task_budget) {
+        let b: Budget = serde_json::from_str(raw.get()).map_err(|e| FormatError::Invalid {
+            line: line_at(text, span_of(text, raw).start),
+            message: format!("`output_config.task_budget` is not a task budget: {e}"),
         })?;
+        let at = span_of(text, raw);
+        task_budget = Some(super::TaskBudget {
+            total: b.total,
+            remaining: b.remaining,
+            at: (at.start, at.end),
+        });
+    }
+    let names_container = Some(holder.container.is_some_and(|r| r.get() != "null"));
+    let head_print = if head.iter().any(|h| !h.is_empty()) {
+        super::fingerprint(&head.join("\u{0}"))
+    } else {
+        0
+    };
     Ok(Doc {
         elements,
         array_span,
@@ -147,6 +217,17 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         task_budget,
         names_container,
     })
+}
+
+/// The member that holds the messages, of `[messages, input, contents, history]`:
+/// the first present in the order `format` prefers. **O(1)**.
+fn preferred<M>(format: Format, [messages, input, contents, history]: [Option<M>; 4]) -> Option<M> {
+    let order = match format {
+        Format::OpenAiResponses => [input, messages, contents, history],
+        Format::Gemini => [contents, messages, input, history],
+        _ => [messages, history, input, contents],
+    };
+    order.into_iter().flatten().next()
 }
 
 /// The JSON text of member `key` of the object `text`; `None` when `text` is no
@@ -425,6 +506,50 @@ mod tests {
     fn first(json: &str) -> String {
         let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
         first_line_of(Some(raw))
+    }
+
+    /// The two-pass reading `split` replaced: the array as raw text, then its elements.
+    fn split_twice(text: &str, format: Format) -> Option<(Vec<Range<usize>>, Range<usize>)> {
+        let array: &RawValue = if text.trim_start().starts_with('{') {
+            let h: Holder<'_, &RawValue> = serde_json::from_str(text).ok()?;
+            preferred(format, [h.messages, h.input, h.contents, h.history])?
+        } else {
+            serde_json::from_str(text).ok()?
+        };
+        let elements: Vec<&RawValue> = serde_json::from_str(array.get()).ok()?;
+        let spans = elements.iter().map(|e| span_of(text, e)).collect();
+        Some((spans, span_of(text, array)))
+    }
+
+    #[test]
+    fn one_pass_split_finds_what_two_passes_found() {
+        let docs = [
+            r#"[{"role":"user"}]"#,
+            " \n [ {\"a\":1} ,\n\t{\"b\":[1,{\"c\":\"]\"}]} ] \n",
+            "[]",
+            "  [ ]  ",
+            r#"{"messages":[{"role":"user","content":"x"}],"system":"s"}"#,
+            "{\"model\":\"m\",\"messages\" :\n[\n  {\"k\":\"[\\\"]\"},\n  2, \"s\", null, [[]]\n\n]\n, \"tools\": []}",
+            r#"{"messages":[]}"#,
+            r#"{"messages":"no array","history":[{}]}"#,
+            r#"{"messages":null,"history":[{"x":1}]}"#,
+            r#"{"input":[{"type":"message"}],"messages":[{"a":1},{"b":2}]}"#,
+            r#"{"contents":[{"parts":[]}],"input":[1]}"#,
+            r#"{"history":{"not":"an array"}}"#,
+            r#"{"other":1}"#,
+            r#"{"messages":[1,2}"#,
+        ];
+        for text in docs {
+            for format in [Format::OpenAiChat, Format::OpenAiResponses, Format::Gemini] {
+                let once = split(text, format).ok().map(|d| {
+                    (
+                        d.elements.iter().map(|e| span_of(text, e)).collect(),
+                        d.array_span,
+                    )
+                });
+                assert_eq!(once, split_twice(text, format), "{format:?} {text:?}");
+            }
+        }
     }
 
     #[test]
