@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::json_doc::{JsonStr, describe, lines, opt_str, text_of};
+use super::json_doc::{Inline, JsonStr, describe, lines, opt_str, text_of};
 use super::shape::context;
 use super::{
     Block, Format, FormatError, Message, Role, TokenCounter, anthropic, fingerprint,
@@ -43,14 +43,16 @@ use super::{
 };
 use crate::CallId;
 
+/// A line of the file. `M` is how its `message` is read: [`Inline`] on the one pass
+/// of the common case, `&RawValue` on the slow path (see [`read`]).
 #[derive(Deserialize)]
-struct Line<'a> {
+struct Line<'a, M> {
     #[serde(rename = "type", default)]
     kind: Option<&'a str>,
     #[serde(default)]
     subtype: Option<&'a str>,
-    #[serde(borrow, default)]
-    message: Option<&'a RawValue>,
+    #[serde(default = "none")]
+    message: Option<M>,
     #[serde(rename = "isSidechain", default)]
     sidechain: bool,
     #[serde(borrow, default)]
@@ -61,6 +63,68 @@ struct Line<'a> {
     source: Option<JsonStr<'a>>,
     #[serde(rename = "isCompactSummary", default)]
     compact_summary: bool,
+}
+
+fn none<M>() -> Option<M> {
+    None
+}
+
+impl<'a, M> Line<'a, M> {
+    /// The line without its message, and the message. **O(1)**.
+    fn take_message(self) -> (Line<'a, ()>, Option<M>) {
+        let Line {
+            kind,
+            subtype,
+            message,
+            sidechain,
+            uuid,
+            parent,
+            source,
+            compact_summary,
+        } = self;
+        let rest = Line {
+            kind,
+            subtype,
+            message: None,
+            sidechain,
+            uuid,
+            parent,
+            source,
+            compact_summary,
+        };
+        (rest, message)
+    }
+}
+
+/// The `message` of a line as [`read`] has it: read with the line, or as its own text.
+enum LineMessage<'a> {
+    Read(Msg<'a>),
+    Raw(&'a RawValue),
+}
+
+/// Reads a line: in one pass when its message is an object `Msg` reads, else (another
+/// kind of message, or an error) in two, the message kept as text for [`read`] to
+/// read or to name what is wrong with it. **O(len)**.
+fn parse_line(body: &str) -> Result<(Line<'_, ()>, Option<LineMessage<'_>>), String> {
+    if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_>>>>(body) {
+        match line.take_message() {
+            (rest, None) => return Ok((rest, None)),
+            (rest, Some(Inline::Object(m))) => return Ok((rest, Some(LineMessage::Read(m)))),
+            (_, Some(Inline::Other)) => {}
+        }
+    }
+    let line: Line<'_, &RawValue> = serde_json::from_str(body).map_err(|e| describe(&e))?;
+    let (rest, message) = line.take_message();
+    Ok((rest, message.map(LineMessage::Raw)))
+}
+
+/// The text of a line's `message`, for the rare record that needs it (a summary's
+/// count, a message without blocks): the line read again. **O(len)**.
+fn message_text(body: &str) -> Result<&str, String> {
+    let line: Line<'_, &RawValue> = serde_json::from_str(body).map_err(|e| describe(&e))?;
+    line.message
+        .map(RawValue::get)
+        .ok_or_else(|| "the line has no message".to_owned())
 }
 
 #[derive(Deserialize)]
@@ -375,7 +439,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
     for (line, span) in lines(text) {
         let body = &text[span.clone()];
         let invalid = |message: String| FormatError::Invalid { line, message };
-        let record: Line<'_> = serde_json::from_str(body).map_err(|e| invalid(describe(&e)))?;
+        let (record, message) = parse_line(body).map_err(invalid)?;
         let conversation = if record.sidechain {
             &mut side
         } else {
@@ -394,11 +458,21 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
             (Some("user" | "assistant"), _) => {}
             _ => continue,
         }
-        let Some(raw) = record.message else {
+        let Some(message) = message else {
             continue;
         };
-        let msg: Msg<'_> = serde_json::from_str(raw.get())
-            .map_err(|e| invalid(format!("message: {}", describe(&e))))?;
+        let (msg, raw) = match message {
+            LineMessage::Read(msg) => (msg, None),
+            LineMessage::Raw(raw) => {
+                let msg: Msg<'_> = serde_json::from_str(raw.get())
+                    .map_err(|e| invalid(format!("message: {}", describe(&e))))?;
+                (msg, Some(raw.get()))
+            }
+        };
+        let raw = || match raw {
+            Some(raw) => Ok(raw),
+            None => message_text(body).map_err(invalid),
+        };
         let role = match msg.role.or(record.kind) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
@@ -407,10 +481,11 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         let mut blocks: Blocks = if record.compact_summary && role == Role::User {
             // Claude Code's summary (or cutpoint's, in the same shape): its text.
             let text = msg.content.map(|c| text_of(c.get())).unwrap_or_default();
+            let raw = raw()?;
             vec![(
                 summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
-                counter.count_json(raw.get()),
-                fingerprint(raw.get()),
+                counter.count_json(raw),
+                fingerprint(raw),
             )]
         } else {
             anthropic::blocks(msg.content, role, counter)
@@ -420,11 +495,8 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 .collect()
         };
         if blocks.is_empty() {
-            blocks.push((
-                Block::Text,
-                counter.count_json(raw.get()),
-                fingerprint(raw.get()),
-            ));
+            let raw = raw()?;
+            blocks.push((Block::Text, counter.count_json(raw), fingerprint(raw)));
         }
         let rec = Record {
             uuid: opt_str(&record.uuid).map(str::to_owned),

@@ -299,15 +299,17 @@ fn invalid(e: &serde_json::Error) -> FormatError {
 /// Iterates the non-blank lines of `text` as `(1-based line, byte range without the
 /// line ending)`. **O(len)**.
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
-    let mut offset = 0;
-    text.split_inclusive('\n')
-        .enumerate()
-        .filter_map(move |(i, piece)| {
-            let start = offset;
-            offset += piece.len();
-            let body = piece.trim_end_matches(['\n', '\r']);
-            (!body.trim().is_empty()).then(|| (i + 1, start..start + body.len()))
-        })
+    // The line ends found with `memchr` (vectorized; `str::split` is not).
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1);
+    let last = (!text.is_empty() && !text.ends_with('\n')).then_some(text.len());
+    let mut start = 0;
+    ends.chain(last).enumerate().filter_map(move |(i, end)| {
+        let piece = &text[start..end];
+        let at = start;
+        start = end;
+        let body = piece.trim_end_matches(['\n', '\r']);
+        (!body.trim().is_empty()).then(|| (i + 1, at..at + body.len()))
+    })
 }
 
 /// A serde_json error as `what (column N)`.
@@ -317,6 +319,54 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
         .rsplit_once(" at line ")
         .map_or(message.as_str(), |(core, _)| core);
     format!("{core} (column {})", e.column())
+}
+
+/// A member read straight into `T` when it is an object, in the pass that reads the
+/// object around it; `Other` when it is a JSON value of another kind. A reader that
+/// needs the member's own text, or must say what is wrong with it, reads the line
+/// again with the member as a [`RawValue`] (the slow path, for the rare line): so a
+/// line's common case costs one pass where raw-then-parse cost two.
+pub(crate) enum Inline<T> {
+    Object(T),
+    Other,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Inline<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Inline<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Inline<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Inline::Object)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Inline<T>, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Inline::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Inline<T>, E> {
+                Ok(Inline::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 /// A JSON string, borrowed from the input unless it has escapes. It accepts and
@@ -549,6 +599,33 @@ mod tests {
                 });
                 assert_eq!(once, split_twice(text, format), "{format:?} {text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn lines_are_split_inclusive_lines_without_blank_ones() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\r\nb",
+            "\n\n a \n\r\n\tb\r\n\n",
+            " \n{}\n  \n[]",
+            "é\nü\r\n",
+        ] {
+            let mut offset = 0;
+            let want: Vec<(usize, Range<usize>)> = text
+                .split_inclusive('\n')
+                .enumerate()
+                .filter_map(|(i, piece)| {
+                    let start = offset;
+                    offset += piece.len();
+                    let body = piece.trim_end_matches(['\n', '\r']);
+                    (!body.trim().is_empty()).then(|| (i + 1, start..start + body.len()))
+                })
+                .collect();
+            assert_eq!(lines(text).collect::<Vec<_>>(), want, "{text:?}");
         }
     }
 

@@ -7,7 +7,9 @@
 
 use std::path::PathBuf;
 
-use cutpoint::format::{self, Block, ByteEstimate, Format, FormatError, Rule, Transcript};
+use cutpoint::format::{
+    self, Block, ByteEstimate, Format, FormatError, Rule, TokenCounter, Transcript,
+};
 
 fn fixture(dir: &str, name: &str) -> String {
     let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures", dir, name]
@@ -164,4 +166,62 @@ fn input_of_another_kind_is_named_as_such() {
     // The ones it reads as say so.
     let e = format::read(&array, Format::ClaudeCode, &ByteEstimate).unwrap_err();
     assert!(e.to_string().contains("pass --format openai-chat"), "{e}");
+}
+
+/// A Claude Code line is read with its message in one pass when the message is an
+/// object; every other shape takes the two-pass path, which must say the same as it
+/// always did: the line, `message:`, and what is wrong, or skip a line of a kind that
+/// holds no message to read.
+#[test]
+fn claude_code_lines_read_in_one_pass_say_what_two_passes_said() {
+    let user =
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#;
+    let cases: [(&str, Option<&str>); 6] = [
+        // A message that is no object, on a line that is read: an error on that line.
+        (
+            r#"{"type":"user","uuid":"u2","parentUuid":"u1","message":"text"}"#,
+            Some("line 2: message: invalid type: string \"text\", expected struct Msg (column 6)"),
+        ),
+        // A message object of the wrong shape: the same.
+        (
+            r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","message":{"role":7}}"#,
+            Some(
+                "line 2: message: invalid type: integer `7`, expected a borrowed string (column 9)",
+            ),
+        ),
+        // Lines of other kinds are skipped whatever their message holds.
+        (r#"{"type":"summary","message":[1,2]}"#, None),
+        (r#"{"type":"progress","message":{"role":7}}"#, None),
+        // An assistant message without blocks counts its whole text.
+        (
+            r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","message":{"role":"assistant","content":[]}}"#,
+            None,
+        ),
+        // A summary record counts its message's text.
+        (
+            r#"{"type":"user","isCompactSummary":true,"uuid":"u2","parentUuid":"u1","message":{"role":"user","content":"This session is being continued. Summary: x"}}"#,
+            None,
+        ),
+    ];
+    for (line, error) in cases {
+        let text = format!("{user}\n{line}\n");
+        match (
+            format::read(&text, Format::ClaudeCode, &ByteEstimate),
+            error,
+        ) {
+            (Err(e), Some(want)) => assert_eq!(e.to_string(), want, "{line}"),
+            (Ok(t), None) => {
+                // The tokens of the second line's message are those of its text.
+                let message = line
+                    .split_once(r#""message":"#)
+                    .map(|(_, m)| &m[..m.len() - 1]);
+                let counted: u64 = t.messages.iter().skip(1).map(|m| m.tokens()).sum();
+                if t.messages.len() > 1 {
+                    let m = message.expect("a message");
+                    assert_eq!(counted, ByteEstimate.count_json(m), "{line}");
+                }
+            }
+            (got, want) => panic!("{line}: {:?} where {want:?}", got.map(|t| t.messages.len())),
+        }
+    }
 }
