@@ -109,7 +109,7 @@ fn parse_line(body: &str) -> Result<(Line<'_, ()>, Option<LineMessage<'_>>), Str
     if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_>>>>(body) {
         match line.take_message() {
             (rest, None) => return Ok((rest, None)),
-            (rest, Some(Inline::Object(m))) => return Ok((rest, Some(LineMessage::Read(m)))),
+            (rest, Some(Inline::Read(m))) => return Ok((rest, Some(LineMessage::Read(m)))),
             (_, Some(Inline::Other)) => {}
         }
     }

@@ -61,57 +61,9 @@ fn none<M>() -> Option<M> {
 }
 
 /// A member read as a message array: its elements, borrowed, split in the same pass
-/// that reads the object around them, or `Other` for a member of another kind (which
+/// that reads the object around them; `Other` for a member of another kind (which
 /// [`split`] reads again to say what it is).
-enum Items<'a> {
-    Array(Vec<&'a RawValue>),
-    Other,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Items<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Items<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Items<'de>, A::Error> {
-                let mut elements = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(e) = seq.next_element::<&'de RawValue>()? {
-                    elements.push(e);
-                }
-                Ok(Items::Array(elements))
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Items<'de>, A::Error> {
-                while map
-                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
-                    .is_some()
-                {}
-                Ok(Items::Other)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Items<'de>, E> {
-                Ok(Items::Other)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+type Items<'a> = Inline<Vec<&'a RawValue>, true>;
 
 #[derive(Deserialize)]
 struct OutputConfig<'a> {
@@ -157,7 +109,7 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         ],
     );
     let (elements, array_span) = match chosen {
-        Some(Items::Array(elements)) if !elements.is_empty() => {
+        Some(Inline::Read(elements)) if !elements.is_empty() => {
             let first = span_of(text, elements[0]).start;
             let last = span_of(text, elements[elements.len() - 1]).end;
             // Only whitespace lies between a bracket and the element beside it.
@@ -321,47 +273,60 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
     format!("{core} (column {})", e.column())
 }
 
-/// A member read straight into `T` when it is an object, in the pass that reads the
-/// object around it; `Other` when it is a JSON value of another kind. A reader that
-/// needs the member's own text, or must say what is wrong with it, reads the line
-/// again with the member as a [`RawValue`] (the slow path, for the rare line): so a
-/// line's common case costs one pass where raw-then-parse cost two.
-pub(crate) enum Inline<T> {
-    Object(T),
+/// A member read straight into `T` when it is an object (an array when `ARRAY`), in
+/// the pass that reads the object around it; `Other` when it is a JSON value of
+/// another kind. A reader that needs the member's own text, or must say what is
+/// wrong with it, reads the line again with the member as a [`RawValue`] (the slow
+/// path, for the rare line): so a line's common case costs one pass where
+/// raw-then-parse cost two.
+pub(crate) enum Inline<T, const ARRAY: bool = false> {
+    Read(T),
     Other,
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Inline<T> {
+impl<'de, T: Deserialize<'de>, const ARRAY: bool> Deserialize<'de> for Inline<T, ARRAY> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Inline<T>;
+        struct V<T, const ARRAY: bool>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>, const ARRAY: bool> Visitor<'de> for V<T, ARRAY> {
+            type Value = Inline<T, ARRAY>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON value")
             }
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Inline<T>, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Inline::Object)
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                if !ARRAY {
+                    return T::deserialize(de::value::MapAccessDeserializer::new(map))
+                        .map(Inline::Read);
+                }
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Inline::Other)
             }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Inline<T>, A::Error> {
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                if ARRAY {
+                    return T::deserialize(de::value::SeqAccessDeserializer::new(seq))
+                        .map(Inline::Read);
+                }
                 while seq.next_element::<de::IgnoredAny>()?.is_some() {}
                 Ok(Inline::Other)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Inline<T>, E> {
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
-            fn visit_i64<E>(self, _: i64) -> Result<Inline<T>, E> {
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Inline<T>, E> {
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Inline<T>, E> {
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
-            fn visit_str<E>(self, _: &str) -> Result<Inline<T>, E> {
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
-            fn visit_unit<E>(self) -> Result<Inline<T>, E> {
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
                 Ok(Inline::Other)
             }
         }
