@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 
 use super::attribute::{self, Touched};
 use super::build::{TranscriptLog, log_of};
-use super::json_doc::{lines, span_of};
+use super::json_doc::{field, lines, span_of};
 use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, shape, usage};
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
@@ -949,13 +949,6 @@ fn splice(text: &str, mut splices: Splices) -> String {
     }
     out.push_str(&text[at..]);
     out
-}
-
-/// The byte range of field `name`'s value in the JSON object `text`, if present.
-fn field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
-    let map: HashMap<&str, &RawValue> =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
-    Ok(map.get(name).map(|raw| span_of(text, raw)))
 }
 
 /// Byte ranges of a text and what replaces each.

@@ -186,8 +186,16 @@ fn preferred<M>(format: Format, [messages, input, contents, history]: [Option<M>
 /// JSON object (or spells a key with escapes) or has no such member. **O(len)**: one
 /// syntax pass, no tree.
 pub(crate) fn member<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let members: std::collections::HashMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
-    members.get(key).map(|r| r.get())
+    text.get(field(text, key).ok()??)
+}
+
+/// The byte range of member `name`'s value in the JSON object `text`, if it has one;
+/// an error when `text` is no JSON object (or spells a key with escapes). **O(len)**:
+/// one syntax pass, no tree.
+pub(crate) fn field(text: &str, name: &str) -> Result<Option<Range<usize>>, String> {
+    let map: std::collections::HashMap<&str, &RawValue> =
+        serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+    Ok(map.get(name).map(|raw| span_of(text, raw)))
 }
 
 /// The byte range of `raw` inside `text`, which it was borrowed from. **O(1)**.
