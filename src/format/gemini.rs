@@ -54,8 +54,10 @@ pub(crate) struct Part<'a> {
 
 /// A `functionCall`: whole (`args`), or streamed (`willContinue`, `partialArgs`); a
 /// Gemini CLI session's `toolCalls` entry is one with its `result` beside it.
+/// `R` is how a Gemini CLI `result` is read: raw, or its array split as the call is
+/// read ([`Items`](super::json_doc::Items), `gemini_cli`'s one pass).
 #[derive(Deserialize)]
-pub(crate) struct Call<'a> {
+pub(crate) struct Call<'a, R = &'a RawValue> {
     #[serde(borrow, default)]
     pub(crate) name: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
@@ -67,8 +69,26 @@ pub(crate) struct Call<'a> {
     #[serde(rename = "willContinue", default)]
     pub(crate) will_continue: Option<bool>,
     /// The `functionResponse` parts (or other value) a Gemini CLI record keeps.
-    #[serde(borrow, default)]
-    pub(crate) result: Option<&'a RawValue>,
+    #[serde(default = "none")]
+    pub(crate) result: Option<R>,
+}
+
+fn none<R>() -> Option<R> {
+    None
+}
+
+impl<'a, R> Call<'a, R> {
+    /// The call with `result` in place of its own. **O(1)**.
+    pub(crate) fn with_result<S>(self, result: Option<S>) -> Call<'a, S> {
+        Call {
+            name: self.name,
+            id: self.id,
+            args: self.args,
+            partial: self.partial,
+            will_continue: self.will_continue,
+            result,
+        }
+    }
 }
 
 /// One streamed piece of a call's arguments: a value at a JSON path.

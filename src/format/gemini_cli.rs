@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, opt_str, result_line};
+use super::json_doc::{Inline, Items, JsonStr, array_around, describe, opt_str, result_line};
 use super::{Block, Parsed, Role, TokenCounter, gemini, summary_in};
 use crate::CallId;
 
@@ -63,8 +63,7 @@ pub(crate) fn message<'a>(
     let calls = msg.tool_calls.unwrap_or_default();
     let mut results = Vec::new();
     for (k, raw) in calls.into_iter().enumerate() {
-        let call: gemini::Call<'_> = serde_json::from_str(raw.get())
-            .map_err(|e| format!("toolCalls.{k}: {}", describe(&e)))?;
+        let (call, parts) = read_call(raw.get(), k)?;
         let name = opt_str(&call.name).unwrap_or_default();
         let id = opt_str(&call.id)
             .filter(|id| !id.is_empty())
@@ -72,7 +71,7 @@ pub(crate) fn message<'a>(
         // The call's own bytes: the record without its result.
         let call_tokens = counter
             .count_json(raw.get())
-            .saturating_sub(call.result.map_or(0, |r| counter.count_json(r.get())));
+            .saturating_sub(call.result.map_or(0, |r| counter.count_json(r)));
         blocks.push((
             Block::Call {
                 id: id.clone(),
@@ -82,20 +81,15 @@ pub(crate) fn message<'a>(
             call_tokens.max(1),
             raw.get(),
         ));
-        let Some(result) = call.result.filter(|r| r.get() != "null") else {
+        let Some(result) = call.result.filter(|r| *r != "null") else {
             continue;
         };
-        let parts: Vec<&RawValue> = match result.get().as_bytes().first() {
-            Some(b'[') => serde_json::from_str(result.get())
-                .map_err(|e| format!("toolCalls.{k}.result: {}", describe(&e)))?,
-            _ => vec![result],
-        };
         let mut answered = false;
-        for part in &parts {
+        for &part in &parts {
             let Ok(gemini::Part {
                 response: Some(response),
                 ..
-            }) = serde_json::from_str::<gemini::Part<'_>>(part.get())
+            }) = serde_json::from_str::<gemini::Part<'_>>(part)
             else {
                 continue;
             };
@@ -107,21 +101,22 @@ pub(crate) fn message<'a>(
                     id: answers,
                     first_line: result_line(response.response),
                 },
-                counter.count_json(part.get()),
-                part.get(),
+                counter.count_json(part),
+                part,
             ));
             answered = true;
         }
         if !answered {
             // A result without a functionResponse part (text, a string): still the
             // call's answer.
+            let raw = serde_json::from_str::<&RawValue>(result).ok();
             results.push((
                 Block::Result {
                     id,
-                    first_line: result_line(Some(result)),
+                    first_line: result_line(raw),
                 },
-                counter.count_json(result.get()),
-                result.get(),
+                counter.count_json(result),
+                result,
             ));
         }
     }
@@ -135,4 +130,83 @@ pub(crate) fn message<'a>(
         blocks,
         signed: Vec::new(),
     })
+}
+
+/// A `toolCalls` entry (`k` of its message): the call, its `result`'s JSON text,
+/// and the result's parts (the elements of an array, else the result itself). The
+/// common case, a result array with elements, in one pass: the parts split as the
+/// call is read. Any other result, or an error, is read the old way (the call with
+/// its result raw, then the result's array), which names what is wrong. **O(len)**.
+fn read_call(raw: &str, k: usize) -> Result<(gemini::Call<'_, &str>, Vec<&str>), String> {
+    if let Ok(call) = serde_json::from_str::<gemini::Call<'_, Items<'_>>>(raw) {
+        match call.result {
+            None => return Ok((call.with_result(None), Vec::new())),
+            Some(Inline::Read(ref parts)) => {
+                if let Some(at) = array_around(raw, parts) {
+                    let parts: Vec<&str> = parts.iter().map(|p| p.get()).collect();
+                    return Ok((call.with_result(raw.get(at)), parts));
+                }
+            }
+            Some(Inline::Other) => {}
+        }
+    }
+    let call: gemini::Call<'_> =
+        serde_json::from_str(raw).map_err(|e| format!("toolCalls.{k}: {}", describe(&e)))?;
+    let result = call.result.map(RawValue::get);
+    let parts: Vec<&str> = match result {
+        Some(r) if r.starts_with('[') => serde_json::from_str::<Vec<&RawValue>>(r)
+            .map_err(|e| format!("toolCalls.{k}.result: {}", describe(&e)))?
+            .into_iter()
+            .map(RawValue::get)
+            .collect(),
+        Some(r) => vec![r],
+        None => Vec::new(),
+    };
+    Ok((call.with_result(result), parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `read_call` gave before it had a one-pass case: the call with its result
+    /// raw, then the result's array read again.
+    fn two_passes(raw: &str) -> Result<(Option<String>, Option<&str>, Vec<&str>), String> {
+        let call: gemini::Call<'_> = serde_json::from_str(raw).map_err(|e| describe(&e))?;
+        let result = call.result.map(RawValue::get);
+        let parts = match result {
+            Some(r) if r.starts_with('[') => serde_json::from_str::<Vec<&RawValue>>(r)
+                .map_err(|e| describe(&e))?
+                .into_iter()
+                .map(RawValue::get)
+                .collect(),
+            Some(r) => vec![r],
+            None => Vec::new(),
+        };
+        Ok((opt_str(&call.name).map(str::to_owned), result, parts))
+    }
+
+    #[test]
+    fn a_call_read_in_one_pass_is_the_call_read_in_two() {
+        for raw in [
+            r#"{"id":"c1","name":"ls","args":{},"result":[{"functionResponse":{"id":"c1","response":{"output":"a"}}}]}"#,
+            "{\"name\":\"ls\",\"result\" : [ {\"functionResponse\":{}} ,\n {\"text\":\"]\"} ] ,\"status\":\"ok\"}",
+            r#"{"name":"ls","result":[]}"#,
+            r#"{"name":"ls","result":"just text"}"#,
+            r#"{"name":"ls","result":{"functionResponse":{"response":{}}}}"#,
+            r#"{"name":"ls","result":null}"#,
+            r#"{"name":"ls"}"#,
+            r#"{"name":"ls","result":[1,2}"#,
+            r#"{"name":7,"result":[{}]}"#,
+        ] {
+            let one = read_call(raw, 0)
+                .map(|(c, parts)| (opt_str(&c.name).map(str::to_owned), c.result, parts));
+            let two = two_passes(raw);
+            match (one, two) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{raw}"),
+                (Err(a), Err(b)) => assert!(a.ends_with(&b), "{raw}: {a} / {b}"),
+                (a, b) => panic!("{raw}: {a:?} / {b:?}"),
+            }
+        }
+    }
 }

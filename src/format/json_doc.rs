@@ -63,7 +63,7 @@ fn none<M>() -> Option<M> {
 /// A member read as a message array: its elements, borrowed, split in the same pass
 /// that reads the object around them; `Other` for a member of another kind (which
 /// [`split`] reads again to say what it is).
-type Items<'a> = Inline<Vec<&'a RawValue>, true>;
+pub(crate) type Items<'a> = Inline<Vec<&'a RawValue>, true>;
 
 #[derive(Deserialize)]
 struct OutputConfig<'a> {
@@ -108,16 +108,13 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
             holder.history,
         ],
     );
-    let (elements, array_span) = match chosen {
-        Some(Inline::Read(elements)) if !elements.is_empty() => {
-            let first = span_of(text, elements[0]).start;
-            let last = span_of(text, elements[elements.len() - 1]).end;
-            // Only whitespace lies between a bracket and the element beside it.
-            let open = text[..first].trim_end().len() - 1;
-            let close = last + (text[last..].len() - text[last..].trim_start().len()) + 1;
-            (elements, open..close)
-        }
-        _ => {
+    let fast = match chosen {
+        Some(Inline::Read(elements)) => array_around(text, &elements).map(|span| (elements, span)),
+        _ => None,
+    };
+    let (elements, array_span) = match fast {
+        Some(fast) => fast,
+        None => {
             let raw: Holder<'_, &RawValue> = serde_json::from_str(text).map_err(|e| invalid(&e))?;
             let array = preferred(format, [raw.messages, raw.input, raw.contents, raw.history])
                 .ok_or_else(|| FormatError::Invalid {
@@ -169,6 +166,21 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
         task_budget,
         names_container,
     })
+}
+
+/// The span of the JSON array (brackets included) whose elements, read from
+/// `text`, are `elements`; `None` when there are none (an empty array's place is not
+/// in its elements) or they are not borrowed from `text`. **O(whitespace)**: only
+/// whitespace lies between a bracket and the element beside it.
+pub(crate) fn array_around(text: &str, elements: &[&RawValue]) -> Option<Range<usize>> {
+    let first = offset_in(text, elements.first()?.get())?;
+    let last = elements.last()?.get();
+    let last = offset_in(text, last)? + last.len();
+    let open = text[..first].trim_end().strip_suffix('[')?.len();
+    let after = text[last..].trim_start();
+    after
+        .starts_with(']')
+        .then(|| open..text.len() - after.len() + 1)
 }
 
 /// The member that holds the messages, of `[messages, input, contents, history]`:
