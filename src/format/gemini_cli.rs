@@ -169,9 +169,12 @@ fn read_call(raw: &str, k: usize) -> Result<(gemini::Call<'_, &str>, Vec<&str>),
 mod tests {
     use super::*;
 
+    /// A call's name, its result's text and the result's parts.
+    type Read<'a> = (Option<String>, Option<&'a str>, Vec<&'a str>);
+
     /// What `read_call` gave before it had a one-pass case: the call with its result
     /// raw, then the result's array read again.
-    fn two_passes(raw: &str) -> Result<(Option<String>, Option<&str>, Vec<&str>), String> {
+    fn two_passes(raw: &str) -> Result<Read<'_>, String> {
         let call: gemini::Call<'_> = serde_json::from_str(raw).map_err(|e| describe(&e))?;
         let result = call.result.map(RawValue::get);
         let parts = match result {
