@@ -114,6 +114,186 @@ const BASES_CHUNK: usize = 512;
 /// Blocks per chunk of storage (128 blocks of 264 bytes: 33 KB, 8,192 records).
 const BLOCKS_CHUNK: usize = 128;
 
+/// Blocks above which a search reads [`Upper`]'s `top` and `near` levels instead of
+/// bisecting `every` and counting 64 bases: 2^17 blocks (8.4 million records), where
+/// the bases (1 MB) outgrow the L2. Below it the bases are a cache hit and the extra
+/// counts cost more than they save (measured: 1.09x the time at 10^6 records, 1.00x
+/// at 10^7, 0.77-0.82x at 10^8; docs/performance.md).
+const NEAR_FROM: usize = 1 << 17;
+
+/// Which levels a search reads, by the number of blocks: past `upper_from` the
+/// [`Upper`] levels instead of a bisection of the bases, past `near_from` their `top`
+/// and `near` levels instead of a bisection of `every`.
+#[derive(Clone, Copy, Debug)]
+struct Levels {
+    upper_from: usize,
+    near_from: usize,
+}
+
+impl Levels {
+    /// The routes measured fastest for each size: up to 4 groups (256 blocks, 16,384
+    /// records, 2 KB of bases) a bisection of the bases; up to [`NEAR_FROM`] a
+    /// bisection of `every`; past it `top` and `near`.
+    const SIZED: Levels = Levels {
+        upper_from: 4 * B,
+        near_from: NEAR_FROM,
+    };
+}
+
+/// The levels above the bases, which a search reads before the one block it needs:
+///
+/// - `every[j] == bases[64 * j]`: one entry per *group* of 64 blocks (2,442 entries,
+///   20 KB at 10^7 records; 195 KB at 10^8, past the L1);
+/// - `top[k] == every[64 * k]` (39 entries at 10^7, 382 at 10^8: in L1), so that a
+///   search bisects `top` and then counts 64 entries of `every` (eight lines requested
+///   together) instead of bisecting `every`, whose lower steps each waited for a line;
+/// - `near[b]`: block `b`'s base relative to its group's first, scaled down by the
+///   group's `scale[j]` bits, the fewest that fit the group's span in a `u16`: 2 bytes a
+///   block, 312 KB at 10^7 records (in the L2), 3.1 MB at 10^8 (in the L3). Counting a
+///   group's 64 entries (two lines) names the target's block without reading its 64
+///   bases from memory, unless the target falls within `2^scale` tokens of a block's
+///   base (then the bases decide). With the span about 65,000 steps, a block (1/64
+///   of it) is about 1,000: about one query in 1,000 reads the bases.
+///
+/// All values are *stored* bases (true value minus the shift): differences within a
+/// group do not depend on the shift.
+#[derive(Clone, Debug, Default)]
+struct Upper {
+    every: Vec<u64>,
+    top: Vec<u64>,
+    near: Vec<u16>,
+    scale: Vec<u8>,
+}
+
+impl Upper {
+    /// The levels over `bases`. **O(n / 64)**: every base is read once.
+    fn of(bases: &Chunked<u64, BASES_CHUNK>) -> Upper {
+        let mut upper = Upper::default();
+        for part in bases.slices(0, bases.len()) {
+            for &stored in part {
+                upper.push(stored);
+            }
+        }
+        upper
+    }
+
+    /// Adds the base of the next block. **O(1)** amortized: a group is rescaled
+    /// (64 entries) at most 48 times.
+    fn push(&mut self, stored: u64) {
+        let b = self.near.len();
+        if b % B == 0 {
+            if self.every.len() % B == 0 {
+                self.top.push(stored);
+            }
+            self.every.push(stored);
+            self.scale.push(0);
+        }
+        self.near.push(0);
+        self.renear(b, stored);
+    }
+
+    /// Stores group `j`'s first base (block `64 * j`'s) in `every` and `top`; its
+    /// `near` entries are brought up to date by [`Upper::refresh`]. **O(1)**.
+    fn set_first(&mut self, j: usize, stored: u64) {
+        self.every[j] = stored;
+        if j % B == 0 {
+            self.top[j / B] = stored;
+        }
+    }
+
+    /// Recomputes the `near` entries and the scale of groups `groups` (those that
+    /// exist) from `bases`, after their bases changed other than by one shift for the
+    /// whole group. **O(64)** a group.
+    fn refresh(
+        &mut self,
+        groups: std::ops::RangeInclusive<usize>,
+        bases: &Chunked<u64, BASES_CHUNK>,
+    ) {
+        let held = self.every.len();
+        for j in groups.filter(|&j| j < held) {
+            let (lo, hi) = (j * B, (j * B + B).min(self.near.len()));
+            let first = self.every[j];
+            let last = bases[hi - 1].wrapping_sub(first);
+            let mut scale = 0;
+            while (last >> scale) >= u64::from(u16::MAX) {
+                scale += 1;
+            }
+            self.scale[j] = scale;
+            for b in lo..hi {
+                self.renear(b, bases[b]);
+            }
+        }
+    }
+
+    /// Sets `near[b]` from block `b`'s stored base, first widening the group's scale
+    /// (shifting its earlier entries alike) when the base is too far from the group's
+    /// first for it. **O(1)**, or **O(64)** on a rescale.
+    fn renear(&mut self, b: usize, stored: u64) {
+        let j = b / B;
+        let rel = stored.wrapping_sub(self.every[j]);
+        let old = self.scale[j];
+        let mut scale = old;
+        while (rel >> scale) >= u64::from(u16::MAX) {
+            scale += 1;
+        }
+        if scale != old {
+            self.scale[j] = scale;
+            // `(x >> old) >> (scale - old) == x >> scale`: the entries stay exact.
+            let by = u32::from(scale - old);
+            for q in &mut self.near[j * B..b] {
+                *q = q.checked_shr(by).unwrap_or(0);
+            }
+        }
+        // Below `u16::MAX` by the loop above.
+        self.near[b] = (rel >> scale) as u16;
+    }
+
+    /// The number of blocks whose base is below the target, when the upper levels
+    /// decide it: `below` tests a stored base against the target (true on a prefix,
+    /// and on block 0) and `past(first)` is how far the target lies past a stored base
+    /// that is below it (so at least 1). `Err(j)` when the target falls within one
+    /// scale step of a block's base in group `j`, so that only the group's bases can
+    /// decide. **O(log(n / 2^18) + 64 + 64)**: a bisection of `top` (in L1), a count
+    /// over 64 entries of `every` (eight lines), a count over the group's `near`
+    /// entries (two lines).
+    #[inline]
+    fn blocks_below(
+        &self,
+        below: impl Fn(&u64) -> bool,
+        past: impl Fn(u64) -> u64,
+    ) -> Result<usize, usize> {
+        let k = self.top.partition_point(&below);
+        let lo = k.saturating_sub(1) * B;
+        let hi = (k * B).min(self.every.len());
+        // `every[0]` is block 0's base, below the target: at least one counts.
+        let j = lo + self.every[lo..hi].iter().filter(|b| below(b)).count() - 1;
+        // Block `b` is below exactly when `rel(b) <= d`, `rel(b)` its base past the
+        // group's first; `near[b] == rel(b) >> scale`, so `near[b] < d >> scale`
+        // says below, `>` says not, and `==` cannot tell.
+        let d = past(self.every[j]) - 1;
+        let (lo, hi) = (j * B, (j * B + B).min(self.near.len()));
+        let Ok(dq) = u16::try_from(d >> self.scale[j]) else {
+            // Past every entry of the group (each is below `u16::MAX`).
+            return Ok(hi);
+        };
+        // The group's first block is below: count the others.
+        let rest = &self.near[lo + 1..hi];
+        let less = rest.iter().filter(|&&q| q < dq).count();
+        let equal = rest.iter().filter(|&&q| q == dq).count();
+        if equal == 0 {
+            Ok(lo + 1 + less)
+        } else {
+            Err(j)
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.every.capacity() + self.top.capacity()) * std::mem::size_of::<u64>()
+            + self.near.capacity() * std::mem::size_of::<u16>()
+            + self.scale.capacity()
+    }
+}
+
 /// Inclusive prefix token sums: record `i`'s sum is the tokens of records `0..=i`.
 ///
 /// Record `i` lives in slot `head + i`: block `(head + i) / 64`, offset
@@ -130,13 +310,13 @@ pub(crate) struct PrefixSums {
     len: usize,
     shift: u64,
     total: u64,
-    /// Every 64th stored base (`upper[j] == bases[64 * j]`), for searches over long
-    /// logs: 2,442 entries (20 KB, in L1/L2) at 10^7 records. Built by the first search
-    /// that needs it, kept exact by pushes, dropped by a compaction (which shifts block
-    /// indices) and rebuilt by the next search in **O(n / 4096)** strided reads (about
-    /// 2,400 at 10^7 records: tens of microseconds, once per compaction). In a
+    /// The levels a search over a long log reads before the one block it needs (see
+    /// [`Upper`]). Built by the first search that needs it, kept exact by pushes and
+    /// token edits, dropped by a compaction (which moves blocks between groups) and
+    /// rebuilt by the next search in **O(n / 64)**: one sequential read of the bases
+    /// (156,000 at 10^7 records, 1.2 MB: about 0.1 ms, once per compaction). In a
     /// `OnceLock` so that a `&self` search can build it.
-    upper: OnceLock<Vec<u64>>,
+    upper: OnceLock<Upper>,
 }
 
 impl PrefixSums {
@@ -191,10 +371,8 @@ impl PrefixSums {
     #[cold]
     fn new_block(&mut self) {
         let stored = self.total.wrapping_sub(self.shift);
-        if self.bases.len() % B == 0 {
-            if let Some(upper) = self.upper.get_mut() {
-                upper.push(stored);
-            }
+        if let Some(upper) = self.upper.get_mut() {
+            upper.push(stored);
         }
         self.bases.push_back(stored);
         self.offs.push_back(Offsets::empty());
@@ -223,8 +401,9 @@ impl PrefixSums {
     }
 
     /// The first record whose inclusive prefix sum reaches `target`; `len` if none.
-    /// **O(log(n / 64) + 64)**: a binary search over the bases, then a count in one
-    /// block.
+    /// **O(log(n / 64) + 64)**: the levels (see [`Levels`]) name the target's block,
+    /// then a count in that block; the memory it waits for is the block's line and,
+    /// below 2^17 blocks or in about one search in 1,000 past it, one group of bases.
     pub(crate) fn first_reaching(&self, target: u64) -> usize {
         self.first_reaching_then(target, |_| {})
     }
@@ -236,6 +415,46 @@ impl PrefixSums {
     /// for it. Same cost.
     #[inline]
     pub(crate) fn first_reaching_then(&self, target: u64, found: impl FnOnce(usize)) -> usize {
+        self.search(target, Levels::SIZED, found)
+    }
+
+    /// [`PrefixSums::first_reaching`] by each route a search can take (a bisection of
+    /// the bases, of `every`, and `top` with `near`), whatever the log's length, and
+    /// whether the last route had to read its group's bases: for tests, which need
+    /// every route on logs small enough to check against a scan.
+    #[cfg(test)]
+    pub(super) fn first_reaching_by_every_route(&self, target: u64) -> ([usize; 3], bool) {
+        let route = |upper_from, near_from| {
+            let levels = Levels {
+                upper_from,
+                near_from,
+            };
+            self.search(target, levels, |_| {})
+        };
+        let upper = self.upper.get_or_init(|| Upper::of(&self.bases));
+        let fell_back = self.len > 0
+            && target > 0
+            && target <= self.total
+            && upper
+                .blocks_below(
+                    |&b| b.wrapping_add(self.shift) < target,
+                    |first| target - first.wrapping_add(self.shift),
+                )
+                .is_err();
+        (
+            [
+                route(usize::MAX, usize::MAX),
+                route(0, usize::MAX),
+                route(0, 0),
+            ],
+            fell_back,
+        )
+    }
+
+    /// [`PrefixSums::first_reaching_then`] through the levels `levels` chooses (tests
+    /// force each route on logs of any length; the answer never depends on it).
+    #[inline(always)]
+    fn search(&self, target: u64, levels: Levels, found: impl FnOnce(usize)) -> usize {
         if target > self.total || self.len == 0 {
             return self.len;
         }
@@ -245,7 +464,7 @@ impl PrefixSums {
         // The last block whose base is below the target: block 0's base (0) is.
         let shift = self.shift;
         let below = |&b: &u64| b.wrapping_add(shift) < target;
-        let n = if self.bases.len() <= 4 * B {
+        let n = if self.bases.len() <= levels.upper_from {
             let mut n = 0;
             for part in self.bases.slices(0, self.bases.len()) {
                 let k = part.partition_point(below);
@@ -256,20 +475,26 @@ impl PrefixSums {
             }
             n
         } else {
-            // Bisect the upper level (in cache), then count within its 64 bases:
-            // eight cache lines read together instead of six misses in turn.
-            let upper = self
-                .upper
-                .get_or_init(|| self.bases.iter().step_by(B).copied().collect());
-            // `upper[0]` is block 0's base, below the target.
-            let j = upper.partition_point(below);
-            let lo = (j - 1) * B;
-            let hi = (j * B).min(self.bases.len());
-            lo + self
-                .bases
-                .slices(lo, hi)
-                .map(|part| part.iter().filter(|b| below(b)).count())
-                .sum::<usize>()
+            // The upper levels (in cache) name the block; the group's 64 bases (eight
+            // lines read together: one miss) only when they cannot tell.
+            let upper = self.upper.get_or_init(|| Upper::of(&self.bases));
+            let decided = if self.bases.len() > levels.near_from {
+                upper.blocks_below(below, |first| target - first.wrapping_add(shift))
+            } else {
+                // `every[0]` is block 0's base, below the target.
+                Err(upper.every.partition_point(below) - 1)
+            };
+            match decided {
+                Ok(n) => n,
+                Err(j) => {
+                    let (lo, hi) = (j * B, (j * B + B).min(self.bases.len()));
+                    lo + self
+                        .bases
+                        .slices(lo, hi)
+                        .map(|part| part.iter().filter(|b| below(b)).count())
+                        .sum::<usize>()
+                }
+            }
         };
         found(((n - 1) * B).saturating_sub(self.head));
         self.reaching_in(n - 1, target)
@@ -496,6 +721,13 @@ impl PrefixSums {
                 }
             }
         }
+        // Bases moved apart within a group only from the first edited block's group to
+        // the last's: every other group moved as a whole (its first base, kept by
+        // `store_base`, with it), and the moved side meets the kept side in the last
+        // edited block's group or at a group's edge.
+        if let Some(upper) = self.upper.get_mut() {
+            upper.refresh(first_b / B..=last_b / B, &self.bases);
+        }
         self.total = self.total.wrapping_add(delta);
     }
 
@@ -504,12 +736,14 @@ impl PrefixSums {
         self.store_base(b, base.wrapping_sub(self.shift));
     }
 
-    /// Stores `stored` as block `b`'s base, keeping the upper level exact. **O(1)**.
+    /// Stores `stored` as block `b`'s base, keeping the first base of each group
+    /// exact in the upper levels (their `near` entries are the caller's to
+    /// [`Upper::refresh`]). **O(1)**.
     fn store_base(&mut self, b: usize, stored: u64) {
         self.bases[b] = stored;
         if b % B == 0 {
             if let Some(upper) = self.upper.get_mut() {
-                upper[b / B] = stored;
+                upper.set_first(b / B, stored);
             }
         }
     }
@@ -551,10 +785,7 @@ impl PrefixSums {
     /// Bytes of heap held. **O(n / 64)**.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.bases.heap_bytes()
-            + self
-                .upper
-                .get()
-                .map_or(0, |u| u.capacity() * std::mem::size_of::<u64>())
+            + self.upper.get().map_or(0, Upper::heap_bytes)
             + self.offs.heap_bytes()
             + self.offs.iter().map(Offsets::heap_bytes).sum::<usize>()
     }
@@ -562,8 +793,28 @@ impl PrefixSums {
     pub(crate) fn check(&self) -> Result<(), String> {
         ensure_eq!(self.bases.len(), self.offs.len(), "one base per block");
         if let Some(upper) = self.upper.get() {
-            let want: Vec<u64> = self.bases.iter().step_by(B).copied().collect();
-            ensure_eq!(*upper, want, "the upper level samples every 64th base");
+            let want = Upper::of(&self.bases);
+            ensure_eq!(
+                upper.every,
+                want.every,
+                "the upper level samples every 64th base"
+            );
+            ensure_eq!(
+                upper.top,
+                want.top,
+                "the top level samples every 4,096th base"
+            );
+            for (j, (&got, &fits)) in upper.scale.iter().zip(&want.scale).enumerate() {
+                ensure!(
+                    got >= fits,
+                    "group {j}'s scale {got} fits its span ({fits})"
+                );
+            }
+            for (b, &stored) in self.bases.iter().enumerate() {
+                let rel = stored.wrapping_sub(upper.every[b / B]);
+                let want = rel >> upper.scale[b / B];
+                ensure_eq!(u64::from(upper.near[b]), want, "block {b}'s near entry");
+            }
         }
         ensure_eq!(
             self.bases.len(),

@@ -58,6 +58,8 @@ fn offsets_at_the_edge_of_u32_search_exactly() {
         for target in [0, 1, max - 1, max, max + 1, max + 2, max + 5, s.total() + 1] {
             let want = all.iter().take_while(|&&v| v < target).count();
             assert_eq!(s.first_reaching(target), want, "{tokens:?} target {target}");
+            let (routes, _) = s.first_reaching_by_every_route(target);
+            assert_eq!(routes, [want; 3], "{tokens:?} target {target}");
         }
     }
 }
@@ -156,6 +158,8 @@ fn long_indexes_search_like_a_scan_across_replace() {
             let target = k * s.total() / 199;
             let want = all.iter().take_while(|&&v| v < target).count();
             assert_eq!(s.first_reaching(target), want, "target {target}");
+            let (routes, _) = s.first_reaching_by_every_route(target);
+            assert_eq!(routes, [want; 3], "target {target}");
             let pos = (k as usize * 997) % (s.len() + 1);
             let want = cuts.iter().copied().filter(|&p| p <= pos).max();
             assert_eq!(Some(c.at_or_before(pos)), want, "pos {pos}");
@@ -256,6 +260,8 @@ fn set_tokens_equals_a_linear_rebuild() {
             s.replace_many(&[Replacement::summary(start, end, rng.next(500))]);
             s.check().unwrap();
         }
+        // Built before the edits, so that they must keep it exact (`check`).
+        s.first_reaching_by_every_route(1);
         let before = records_of(&s);
         let k = rng.next(s.len() as u64).min(40) as usize + 1;
         let mut at: Vec<usize> = (0..k)
@@ -280,7 +286,9 @@ fn set_tokens_equals_a_linear_rebuild() {
         let rebuilt = sums(&want);
         for _ in 0..20 {
             let target = rng.next(s.total() + 2);
-            assert_eq!(s.first_reaching(target), rebuilt.first_reaching(target));
+            let want = rebuilt.first_reaching(target);
+            assert_eq!(s.first_reaching(target), want);
+            assert_eq!(s.first_reaching_by_every_route(target).0, [want; 3]);
         }
     }
 }
@@ -346,8 +354,16 @@ fn replace_many_equals_a_linear_rebuild() {
             continue;
         }
         let want_tokens = replaced(&tokens, &regions);
+        s.first_reaching_by_every_route(1);
         s.replace_many(&regions);
         s.check().unwrap_or_else(|e| panic!("case {case}: {e}"));
+        // Searches after the replacement, by every route (the upper levels rebuilt).
+        let want_sums = all_sums(&sums(&want_tokens));
+        for _ in 0..10 {
+            let target = rng.next(s.total() + 2);
+            let want = want_sums.iter().take_while(|&&v| v < target).count();
+            assert_eq!(s.first_reaching_by_every_route(target).0, [want; 3]);
+        }
         assert_eq!(records_of(&s), want_tokens, "case {case}: {regions:?}");
         // The cuts: every old cut outside the regions' insides, renumbered.
         let remap = Remap::new(&regions);
@@ -367,4 +383,99 @@ fn replace_many_equals_a_linear_rebuild() {
             }
         }
     }
+}
+
+/// The `near` level names the target's block exactly or says it cannot (then the
+/// group's bases decide): on groups whose spans need every scale from 0 to 48 bits,
+/// with targets on, just before and just after every block's base, the routes agree
+/// with a scan; targets just past a base are the ones that read the bases, and a
+/// random target almost never does.
+#[test]
+fn the_near_level_names_the_block_or_defers_to_the_bases() {
+    let mut rng = Lcg(23);
+    // 64 records a block, so that block `b`'s base is the sum of the first `64 b`.
+    let mut tokens = Vec::new();
+    for group in 0..40u32 {
+        // Each group's blocks take a span of about 2^(16 + group) tokens (past 2^48
+        // the span overflows a u64 sum across groups; cap the scale at 48 bits).
+        let span = 1u64 << (16 + group.min(32));
+        for _ in 0..64 * 64 {
+            let t = rng.next(span / 64 / 64 * 2 + 1);
+            tokens.push(t);
+        }
+    }
+    // Some blocks with no tokens at all (equal bases), and one enormous record.
+    tokens[64 * 64 * 3..64 * 64 * 3 + 64 * 5].fill(0);
+    tokens[64 * 64 * 7 + 10] = 1 << 50;
+    let mut s = sums(&tokens);
+    s.check().unwrap();
+    let all = all_sums(&s);
+    let scan = |target: u64| all.iter().take_while(|&&v| v < target).count();
+    let (mut deferred, mut named) = (0, 0);
+    for b in 0..s.len() / 64 {
+        let base = if b == 0 { 0 } else { all[64 * b - 1] };
+        for target in [base.saturating_sub(1), base, base + 1, base + 2] {
+            let (routes, fell_back) = s.first_reaching_by_every_route(target);
+            assert_eq!(routes, [scan(target); 3], "block {b} target {target}");
+            if target == base + 1 {
+                deferred += usize::from(fell_back);
+            }
+        }
+    }
+    for _ in 0..20_000 {
+        let target = rng.next(s.total() + 2);
+        let (routes, fell_back) = s.first_reaching_by_every_route(target);
+        assert_eq!(routes, [scan(target); 3], "target {target}");
+        named += usize::from(!fell_back);
+    }
+    assert!(
+        deferred > s.len() / 64 / 2,
+        "{deferred} targets past a base deferred"
+    );
+    assert!(
+        named > 19_000,
+        "{named} of 20,000 random targets named their block"
+    );
+    // Pushes widen a group's scale as its span grows: still exact.
+    for k in 0..64 * 64 * 2 {
+        s.push(s.total() + (1u64 << (k % 40)));
+    }
+    s.check().unwrap();
+}
+
+/// A log past the size at which searches take the `near` route by default (2^17
+/// blocks, 8.4 million records) answers like a scan, through token edits and a
+/// compaction that keep or rebuild its levels.
+#[test]
+fn a_log_past_the_near_gate_searches_like_a_scan() {
+    let n = (1 << 17) * 64 + 5_000;
+    let mut rng = Lcg(31);
+    let tokens: Vec<u64> = (0..n).map(|_| rng.next(40)).collect();
+    let mut s = sums(&tokens);
+    let probe = |s: &PrefixSums, rng: &mut Lcg| {
+        let all = all_sums(s);
+        for k in 0..400 {
+            let target = if k % 2 == 0 {
+                rng.next(s.total() + 2)
+            } else {
+                // Just past a block's base: the targets that defer to the bases.
+                let b = rng.next((s.len() / 64) as u64) as usize;
+                all[(64 * b).saturating_sub(1)] + 1
+            };
+            let want = all.iter().take_while(|&&v| v < target).count();
+            assert_eq!(s.first_reaching(target), want, "target {target}");
+        }
+    };
+    probe(&s, &mut rng);
+    // Edits near the front (the later blocks move through the shift) and near the
+    // back (they move themselves), with the levels built.
+    s.set_tokens(&[(3, 1_000_000), (70_000, 0), (70_001, 5)]);
+    s.set_tokens(&[(n - 9_000, 123_456), (n - 1, 7)]);
+    s.check().unwrap();
+    probe(&s, &mut rng);
+    // A compaction drops the levels; the next search rebuilds them.
+    s.replace_many(&[Replacement::summary(10, 2_000_000, 900)]);
+    s.check().unwrap();
+    probe(&s, &mut rng);
+    s.check().unwrap();
 }
