@@ -117,8 +117,8 @@ const BLOCKS_CHUNK: usize = 128;
 /// Blocks above which a search reads [`Upper`]'s `top` and `near` levels instead of
 /// bisecting `every` and counting 64 bases: 2^17 blocks (8.4 million records), where
 /// the bases (1 MB) outgrow the L2. Below it the bases are a cache hit and the extra
-/// counts cost more than they save (measured: 1.09x the time at 10^6 records, 1.00x
-/// at 10^7, 0.77-0.82x at 10^8; docs/performance.md).
+/// counts cost more than they save (measured in one process: 1.09x the time at 10^6
+/// records, 0.99-1.02x at 10^7, 0.77-0.84x at 10^8; docs/performance.md).
 const NEAR_FROM: usize = 1 << 17;
 
 /// Which levels a search reads, by the number of blocks: past `upper_from` the
@@ -166,12 +166,32 @@ struct Upper {
 }
 
 impl Upper {
-    /// The levels over `bases`. **O(n / 64)**: every base is read once.
+    /// The levels over `bases`, a group at a time (its scale from its span, then its
+    /// entries). **O(n / 64)**: every base is read once, in order.
     fn of(bases: &Chunked<u64, BASES_CHUNK>) -> Upper {
-        let mut upper = Upper::default();
-        for part in bases.slices(0, bases.len()) {
-            for &stored in part {
-                upper.push(stored);
+        let n = bases.len();
+        let groups = n.div_ceil(B);
+        let mut upper = Upper {
+            every: Vec::with_capacity(groups),
+            top: Vec::with_capacity(groups.div_ceil(B)),
+            near: Vec::with_capacity(n),
+            scale: Vec::with_capacity(groups),
+        };
+        for lo in (0..n).step_by(B) {
+            let hi = (lo + B).min(n);
+            let first = bases[lo];
+            let scale = scale_for(bases[hi - 1].wrapping_sub(first));
+            if upper.every.len() % B == 0 {
+                upper.top.push(first);
+            }
+            upper.every.push(first);
+            upper.scale.push(scale);
+            for part in bases.slices(lo, hi) {
+                // Below `u16::MAX` by `scale_for`, bases never decreasing in a group.
+                upper.near.extend(
+                    part.iter()
+                        .map(|&stored| (stored.wrapping_sub(first) >> scale) as u16),
+                );
             }
         }
         upper
@@ -212,13 +232,7 @@ impl Upper {
         let held = self.every.len();
         for j in groups.filter(|&j| j < held) {
             let (lo, hi) = (j * B, (j * B + B).min(self.near.len()));
-            let first = self.every[j];
-            let last = bases[hi - 1].wrapping_sub(first);
-            let mut scale = 0;
-            while (last >> scale) >= u64::from(u16::MAX) {
-                scale += 1;
-            }
-            self.scale[j] = scale;
+            self.scale[j] = scale_for(bases[hi - 1].wrapping_sub(self.every[j]));
             for b in lo..hi {
                 self.renear(b, bases[b]);
             }
@@ -232,10 +246,7 @@ impl Upper {
         let j = b / B;
         let rel = stored.wrapping_sub(self.every[j]);
         let old = self.scale[j];
-        let mut scale = old;
-        while (rel >> scale) >= u64::from(u16::MAX) {
-            scale += 1;
-        }
+        let scale = old.max(scale_for(rel));
         if scale != old {
             self.scale[j] = scale;
             // `(x >> old) >> (scale - old) == x >> scale`: the entries stay exact.
@@ -244,7 +255,7 @@ impl Upper {
                 *q = q.checked_shr(by).unwrap_or(0);
             }
         }
-        // Below `u16::MAX` by the loop above.
+        // Below `u16::MAX` by `scale_for`.
         self.near[b] = (rel >> scale) as u16;
     }
 
@@ -294,6 +305,20 @@ impl Upper {
     }
 }
 
+/// The fewest bits a group whose bases span `span` tokens must be scaled down by for
+/// every entry to fit below `u16::MAX`. **O(1)**.
+fn scale_for(span: u64) -> u8 {
+    // `span >> s < 2^16 - 1` for the smallest such `s`: the bits above the lowest 16,
+    // plus one when the top 16 of what is left are all ones.
+    let s = (64 - span.leading_zeros()).saturating_sub(16);
+    let s = if (span >> s) >= u64::from(u16::MAX) {
+        s + 1
+    } else {
+        s
+    };
+    s as u8
+}
+
 /// Inclusive prefix token sums: record `i`'s sum is the tokens of records `0..=i`.
 ///
 /// Record `i` lives in slot `head + i`: block `(head + i) / 64`, offset
@@ -314,7 +339,8 @@ pub(crate) struct PrefixSums {
     /// [`Upper`]). Built by the first search that needs it, kept exact by pushes and
     /// token edits, dropped by a compaction (which moves blocks between groups) and
     /// rebuilt by the next search in **O(n / 64)**: one sequential read of the bases
-    /// (156,000 at 10^7 records, 1.2 MB: about 0.1 ms, once per compaction). In a
+    /// (1.2 MB at 10^7 records, 12.5 MB at 10^8; measured 0.5 ms and 29 ms, while
+    /// another job ran), once per compaction. In a
     /// `OnceLock` so that a `&self` search can build it.
     upper: OnceLock<Upper>,
 }
@@ -855,5 +881,34 @@ impl PrefixSums {
         };
         ensure_eq!(self.total, last, "total is the last sum");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale_for;
+
+    /// `scale_for` is the smallest shift the loop it replaced finds, at every bit
+    /// length and around each power of two and its all-ones neighbours.
+    #[test]
+    fn scale_for_is_the_smallest_shift_that_fits() {
+        let by_loop = |span: u64| {
+            let mut s = 0;
+            while (span >> s) >= u64::from(u16::MAX) {
+                s += 1;
+            }
+            s
+        };
+        let mut spans = vec![0, 1, u64::MAX, u64::MAX - 1];
+        for bits in 0..64 {
+            let p = 1u64 << bits;
+            spans.extend([p - 1, p, p + 1, p.wrapping_mul(3)]);
+            // A run of 16 ones at the top of the value: the case that needs one more.
+            spans.push((u64::from(u16::MAX) << bits) >> bits << bits);
+            spans.push(u64::from(u16::MAX).checked_shl(bits).unwrap_or(0) | 1);
+        }
+        for span in spans {
+            assert_eq!(u32::from(scale_for(span)), by_loop(span), "span {span:#x}");
+        }
     }
 }
