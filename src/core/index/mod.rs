@@ -33,6 +33,12 @@
 //! one word per 64 positions; positions at or past the largest legal cut answer in
 //! **O(1)**.
 //!
+//! Past 2^17 blocks (8.4 million records; 12.5 MB of bases at 10^8) the 64 bases are no longer
+//! a cache hit, so the search reads smaller levels instead (`sums::Upper`): every
+//! 4,096th base (in L1), 64 of the every-64th bases, then each block's base within its
+//! group as a scaled `u16` (3.1 MB at 10^8), which names the block unless the target
+//! is within one scale step of a base (then the 64 bases decide).
+//!
 //! # Compaction
 //!
 //! A compacted region (records `start..end` replaced by one summary record, see
