@@ -1,4 +1,4 @@
-//! Live stream decoding (`format::live::Decoder`) per provider, on the recorded
+//! Live stream decoding (`stream::decode::Decoder`) per provider, on the recorded
 //! streams of `tests/fixtures/streams/` (the error streams left out), against
 //! serde_json parsing the same `data:` payloads into a `serde_json::Value` (what a
 //! naive decoder does before any framing or assembly), in the same run; and decoded
@@ -8,7 +8,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cutpoint::Tracker;
-use cutpoint::format::live::{Decoder, Feed, StreamFormat};
+use cutpoint::stream::decode::{Decoder, Feed, StreamFormat};
 use serde_json::value::RawValue;
 use std::hint::black_box;
 

@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use cutpoint::compact::{Entry, Log, Options, Payload, ResultStatus, validate};
-use cutpoint::format::live::{Decoded, Decoder, Detail, Feed, StreamFormat};
 use cutpoint::policy::{Planned, TriggerPolicy};
+use cutpoint::stream::decode::{Decoded, Decoder, Detail, Feed, StreamFormat};
 use cutpoint::stream::{Decoding, FeedError, Shared};
 use cutpoint::testing::synth::Rng;
 use cutpoint::{Record, RecordKind};

@@ -24,7 +24,7 @@
 //!
 //! ```text
 //!   format (feature formats) ─┐      readers, provider rules, rewriting in a format
-//!   stream (feature stream) ──┼─▶ compact ─▶ core (Tracker, Record)
+//!   stream ───────────────────┼─▶ compact ─▶ core (Tracker, Record)
 //!   policy ───────────────────┘      plans, apply, summaries, validation, repair
 //! ```
 //!
@@ -35,9 +35,11 @@
 //!   tracker; plans that never split a pair, summaries with an argument-faithful
 //!   ledger, in-place apply, [validation](compact::validate()) and repair.
 //! - [`policy`]: when to compact, where, or what to wait for.
-//! - [`stream`] (feature `stream`): a handle shared between tasks, generic over what it
-//!   shares (a tracker, or a whole [`Log`](compact::Log)), with futures that wait for
-//!   the next legal cut.
+//! - [`stream`]: live provider streams. With feature `stream`, a handle shared between
+//!   tasks, generic over what it shares (a tracker, or a whole [`Log`](compact::Log)),
+//!   with futures that wait for the next legal cut; with feature `formats`, the sans-IO
+//!   decoders ([`stream::decode`]) that turn a provider's streamed response into tracker
+//!   events (they read blocks through the format readers' own code).
 //! - [`format`](mod@format) (feature `formats`): provider formats and agent transcript files, read
 //!   into one model, checked against the providers' rules, and written back compacted.
 //!
@@ -75,7 +77,7 @@ pub mod compact;
 #[cfg(feature = "formats")]
 pub mod format;
 pub mod policy;
-#[cfg(feature = "stream")]
+#[cfg(any(feature = "stream", feature = "formats"))]
 pub mod stream;
 #[cfg(feature = "testing")]
 #[doc(hidden)]

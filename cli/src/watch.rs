@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cutpoint::Tracker;
-use cutpoint::format::live::{Content, Decoded, Decoder, Detail, Feed, StreamError, StreamFormat};
+use cutpoint::stream::decode::{
+    Content, Decoded, Decoder, Detail, Feed, StreamError, StreamFormat,
+};
 use serde_json::{Value, json};
 
 use crate::exit;

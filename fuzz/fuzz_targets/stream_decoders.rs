@@ -6,7 +6,7 @@
 
 use cutpoint::Tracker;
 use cutpoint::compact::Log;
-use cutpoint::format::live::{Caps, Decoder, Feed, StreamFormat, decode_all};
+use cutpoint::stream::decode::{Caps, Decoder, Feed, StreamFormat, decode_all};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -59,9 +59,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(e.event() >= 1, "{e}");
         }
         // One chunk, default caps: the same, unless a cap stopped the split run.
-        if !matches!(error, Some(cutpoint::format::live::StreamError::TooLarge { .. })) {
+        if !matches!(error, Some(cutpoint::stream::decode::StreamError::TooLarge { .. })) {
             let whole = decode_all(format, data);
-            if !matches!(whole.1, Some(cutpoint::format::live::StreamError::TooLarge { .. })) {
+            if !matches!(whole.1, Some(cutpoint::stream::decode::StreamError::TooLarge { .. })) {
                 assert_eq!((items.clone(), error.clone()), whole);
             }
         }

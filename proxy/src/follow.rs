@@ -18,7 +18,7 @@
 use std::sync::{Arc, Mutex};
 
 use cutpoint::Tracker;
-use cutpoint::format::live::{Content, Decoder, Detail, Feed, StreamFormat};
+use cutpoint::stream::decode::{Content, Decoder, Detail, Feed, StreamFormat};
 
 use crate::Route;
 use crate::metrics::{Count, Metrics};

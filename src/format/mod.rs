@@ -33,7 +33,7 @@ use std::ops::Range;
 use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
-mod anthropic;
+pub(crate) mod anthropic;
 mod attribute;
 #[cfg_attr(
     not(feature = "testing"),
@@ -57,14 +57,13 @@ mod detect;
     )
 )]
 pub(crate) mod edit;
-mod gemini;
+pub(crate) mod gemini;
 mod gemini_cli;
-mod json_doc;
-pub mod live;
+pub(crate) mod json_doc;
 pub mod loaded;
 mod native;
-mod openai_chat;
-mod openai_responses;
+pub(crate) mod openai_chat;
+pub(crate) mod openai_responses;
 pub mod records;
 #[cfg_attr(
     not(feature = "testing"),

@@ -18,7 +18,7 @@
 //! way).
 
 use cutpoint::compact::{self, Entry, Log, Options, Payload};
-use cutpoint::format::live::{Decoded, Detail, Feed, StreamError, StreamFormat, decode_all};
+use cutpoint::stream::decode::{Decoded, Detail, Feed, StreamError, StreamFormat, decode_all};
 use cutpoint::testing::reference;
 use cutpoint::{AppendError, CallId, Event, EventError, Record, RecordKind, Tracker};
 use proptest::prelude::*;

@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use cutpoint::format::live::{Content, Detail, StreamFormat, decode_all};
 use cutpoint::format::{
     self, Block, ByteEstimate, Format, Role, Rule, Transcript, check_against, check_rules,
 };
+use cutpoint::stream::decode::{Content, Detail, StreamFormat, decode_all};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 

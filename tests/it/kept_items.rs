@@ -16,11 +16,11 @@ use cutpoint::compact::strategy::{
 use cutpoint::compact::{
     ApplyError, EditError, Entry, Log, Payload, Rewrite, Window, summary_text,
 };
-use cutpoint::format::live::{Content, Detail};
 use cutpoint::format::{
     self, Block, ByteEstimate, Format, Role, Rule, TokenCounter, Transcript, check_against,
     check_rules,
 };
+use cutpoint::stream::decode::{Content, Detail};
 use cutpoint::testing::synth::Rng;
 use cutpoint::testing::writers::{self as rewrite, RewriteError};
 use cutpoint::{Record, RecordKind};
@@ -670,8 +670,8 @@ fn the_log_refuses_to_cover_or_edit_a_kept_record() {
 /// The records of a recorded response fed live into a [`Log`], with the contents
 /// that closed them (one per record, in order). A recording that ends in a provider
 /// error (a rate limit, a token limit) gives what it decoded before the error.
-fn live_log(bytes: &[u8], format: cutpoint::format::live::StreamFormat) -> (Log, Vec<Content>) {
-    use cutpoint::format::live::Feed;
+fn live_log(bytes: &[u8], format: cutpoint::stream::decode::StreamFormat) -> (Log, Vec<Content>) {
+    use cutpoint::stream::decode::Feed;
     let (items, _provider_error) = crate::streams::decode_split(format, bytes, &[]);
     let mut log = Log::new();
     let mut closed = Vec::new();

@@ -230,7 +230,7 @@ fn the_scanner_sees_through_paths_and_ignores_comments() {
     );
 }
 
-/// The module path of a file under `src/` (`format/live/sse.rs` is `format::live::sse`,
+/// The module path of a file under `src/` (`stream/decode/sse.rs` is `stream::decode::sse`,
 /// `format/mod.rs` is `format`, `lib.rs` is the root, empty).
 fn module_path(path: &Path) -> Vec<String> {
     let rel = path.strip_prefix(src()).expect("under src");

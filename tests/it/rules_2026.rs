@@ -4,11 +4,11 @@
 //! model in `docs/reasoning.md`.
 
 use cutpoint::CallId;
-use cutpoint::format::live::{Content, Detail, StreamFormat, decode_all};
 use cutpoint::format::{
     self, Block, ByteEstimate, Control, Format, Rule, Transcript, check_against, check_rules,
     invalidated_thinking,
 };
+use cutpoint::stream::decode::{Content, Detail, StreamFormat, decode_all};
 
 fn read(text: &str, format: Format) -> Transcript {
     format::read(text, format, &ByteEstimate).unwrap_or_else(|e| panic!("{e}\n{text}"))
@@ -597,7 +597,7 @@ fn a_rewrite_sends_the_answer_a_waiting_script_expects() {
 #[test]
 fn the_live_decoder_keeps_a_programmatic_call() {
     use cutpoint::compact::{Entry, Log};
-    use cutpoint::format::live::Feed;
+    use cutpoint::stream::decode::Feed;
     let stream = |caller: &str| {
         sse(&[
             r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}"#,

@@ -7,7 +7,7 @@
 //! interleaved OpenAI Chat calls keep the pairing invariant.
 
 use cutpoint::compact::{self, Entry, Log, Options, Payload, ResultStatus};
-use cutpoint::format::live::{
+use cutpoint::stream::decode::{
     Caps, Content, Decoded, Decoder, Detail, Feed, StreamError, StreamFormat, decode_all,
 };
 use cutpoint::testing::Observe;

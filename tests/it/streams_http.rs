@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use cutpoint::compact::Log;
-use cutpoint::format::live::decode_all;
+use cutpoint::stream::decode::decode_all;
 use cutpoint::stream::{FeedError, Shared};
 use cutpoint::testing::Observe;
 

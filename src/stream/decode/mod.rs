@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use cutpoint::compact::Log;
-//! use cutpoint::format::live::{Decoder, Feed, StreamFormat};
+//! use cutpoint::stream::decode::{Decoder, Feed, StreamFormat};
 //!
 //! let body = concat!(
 //!     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
@@ -445,12 +445,14 @@ fn loads_tools(kind: &str, content: &str) -> bool {
         return false;
     };
     if search {
-        return value
-            .as_array()
-            .is_some_and(|tools| super::openai_responses::tool_names(tools).next().is_some());
+        return value.as_array().is_some_and(|tools| {
+            crate::format::openai_responses::tool_names(tools)
+                .next()
+                .is_some()
+        });
     }
     let mut names = Vec::new();
-    super::anthropic::tool_references(&value, 0, &mut names);
+    crate::format::anthropic::tool_references(&value, 0, &mut names);
     !names.is_empty()
 }
 

@@ -12,7 +12,7 @@
 //! ```
 //! use bytes::Bytes;
 //! use cutpoint::compact::Log;
-//! use cutpoint::format::live::{Decoder, StreamFormat};
+//! use cutpoint::stream::decode::{Decoder, StreamFormat};
 //! use cutpoint::stream::{Decoding, Shared};
 //! use futures::StreamExt;
 //!
@@ -52,7 +52,7 @@ use futures_core::Stream;
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::Shared;
-use crate::format::live::{Decoded, Decoder, Feed, StreamError};
+use crate::stream::decode::{Decoded, Decoder, Feed, StreamError};
 use crate::{EventError, Tracker};
 
 /// Why an adapter stopped.
