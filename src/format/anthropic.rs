@@ -12,18 +12,25 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, LineIndex, describe, member, opt_str, result_line};
+use super::json_doc::{Inline, Items, JsonStr, LineIndex, describe, member, opt_str, result_line};
 use super::{
     Block, Control, Format, Note, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in,
 };
 use crate::CallId;
 
+/// A message; `C` is how its `content` is read: [`Items`] on the one pass of the
+/// common case (an array, its blocks split as the message is read), `&RawValue` on
+/// the slow path (a string, or an error to name).
 #[derive(Deserialize)]
-struct Msg<'a> {
+struct Msg<'a, C = &'a RawValue> {
     #[serde(borrow)]
     role: &'a RawValue,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    #[serde(default = "none")]
+    content: Option<C>,
+}
+
+fn none<C>() -> Option<C> {
+    None
 }
 
 /// One content block, of a message in a file or of a stream's `content_block_start`
@@ -136,14 +143,32 @@ pub(crate) fn needs_id<'i>(
 
 /// Parses one Anthropic message. **O(len)**.
 pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
-    let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
-    let role = match serde_json::from_str::<&str>(msg.role.get()) {
-        Ok("user") => Role::User,
-        Ok("assistant") => Role::Assistant,
-        Ok("system") => Role::System,
-        _ => return Err(format!("unknown role {}", msg.role.get())),
+    let role_of = |role: &RawValue| match serde_json::from_str::<&str>(role.get()) {
+        Ok("user") => Ok(Role::User),
+        Ok("assistant") => Ok(Role::Assistant),
+        Ok("system") => Ok(Role::System),
+        _ => Err(format!("unknown role {}", role.get())),
     };
-    let blocks = blocks(msg.content, role, counter)?;
+    // One pass when the content is an array (or absent); else the message is read
+    // again with its content raw, as it always was.
+    let fast = serde_json::from_str::<Msg<'_, Items<'_>>>(text)
+        .ok()
+        .and_then(|msg| match msg.content {
+            None => Some((msg.role, Vec::new())),
+            Some(Inline::Read(raws)) => Some((msg.role, raws)),
+            Some(Inline::Other) => None,
+        });
+    let (role, blocks) = match fast {
+        Some((role, raws)) => {
+            let role = role_of(role)?;
+            (role, blocks_of(raws, role, counter)?)
+        }
+        None => {
+            let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+            let role = role_of(msg.role)?;
+            (role, blocks(msg.content, role, counter)?)
+        }
+    };
     Ok(Parsed {
         role,
         blocks: if blocks.is_empty() {
@@ -179,6 +204,21 @@ pub(crate) fn blocks<'a>(
     }
     let raws: Vec<&RawValue> =
         serde_json::from_str(content.get()).map_err(|e| format!("content: {}", describe(&e)))?;
+    blocks_of(raws, role, counter)
+}
+
+/// The blocks of an Anthropic `content` array, its elements already split (by
+/// [`blocks`], or in the pass that read the message around them), as [`blocks`] reads
+/// them. **O(len)**.
+pub(crate) fn blocks_of<'a>(
+    raws: Vec<&'a RawValue>,
+    role: Role,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<(Block, u64, &'a str)>, String> {
+    let text = |raw: &RawValue| match role {
+        Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
+        _ => Block::Text,
+    };
     let mut out = Vec::with_capacity(raws.len());
     for (k, raw) in raws.into_iter().enumerate() {
         let b: RawBlock<'_> = serde_json::from_str(raw.get())

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::json_doc::{Inline, JsonStr, describe, lines, opt_str, text_of};
+use super::json_doc::{Inline, Items, JsonStr, describe, lines, opt_str, text_of};
 use super::shape::context;
 use super::{
     Block, Format, FormatError, Message, Role, TokenCounter, anthropic, fingerprint,
@@ -96,19 +96,29 @@ impl<'a, M> Line<'a, M> {
     }
 }
 
-/// The `message` of a line as [`read`] has it: read with the line, or as its own text.
+/// The `message` of a line as [`read`] has it: read with the line (its `content`
+/// array split into blocks in the same pass), or as its own text.
 enum LineMessage<'a> {
-    Read(Msg<'a>),
+    Read(Msg<'a, Items<'a>>),
     Raw(&'a RawValue),
 }
 
-/// Reads a line: in one pass when its message is an object `Msg` reads, else (another
-/// kind of message, or an error) in two, the message kept as text for [`read`] to
-/// read or to name what is wrong with it. **O(len)**.
+/// Reads a line: in one pass when its message is an object whose `content`, if any,
+/// is an array (the line, the message and the content's blocks split as they are
+/// read), else (a string content, another kind of message, or an error) in two, the
+/// message kept as text for [`read`] to read or to name what is wrong with it.
+/// **O(len)**.
 fn parse_line(body: &str) -> Result<(Line<'_, ()>, Option<LineMessage<'_>>), String> {
-    if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_>>>>(body) {
+    if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_, Items<'_>>>>>(body) {
         match line.take_message() {
             (rest, None) => return Ok((rest, None)),
+            (
+                _,
+                Some(Inline::Read(Msg {
+                    content: Some(Inline::Other),
+                    ..
+                })),
+            ) => {}
             (rest, Some(Inline::Read(m))) => return Ok((rest, Some(LineMessage::Read(m)))),
             (_, Some(Inline::Other)) => {}
         }
@@ -127,14 +137,21 @@ fn message_text(body: &str) -> Result<&str, String> {
         .ok_or_else(|| "the line has no message".to_owned())
 }
 
+/// Reads a line's `message` from its text (the slow path). **O(len)**.
+fn read_msg(raw: &str) -> Result<Msg<'_>, String> {
+    serde_json::from_str(raw).map_err(|e| format!("message: {}", describe(&e)))
+}
+
+/// A line's `message`; `C` is how its `content` is read: [`Items`] on the one pass of
+/// the common case, `&RawValue` on the slow path.
 #[derive(Deserialize)]
-struct Msg<'a> {
+struct Msg<'a, C = &'a RawValue> {
     #[serde(default)]
     role: Option<&'a str>,
     #[serde(borrow, default)]
     id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    #[serde(default = "none")]
+    content: Option<C>,
 }
 
 /// The assistant message being answered: the last one rebuilt.
@@ -461,13 +478,24 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         let Some(message) = message else {
             continue;
         };
-        let (msg, raw) = match message {
-            LineMessage::Read(msg) => (msg, None),
-            LineMessage::Raw(raw) => {
-                let msg: Msg<'_> = serde_json::from_str(raw.get())
-                    .map_err(|e| invalid(format!("message: {}", describe(&e))))?;
-                (msg, Some(raw.get()))
+        // The message, and its content's blocks when the line's pass split them.
+        let (msg, split, raw) = match message {
+            LineMessage::Read(Msg { role, id, content }) => {
+                let split = match content {
+                    Some(Inline::Read(blocks)) => Some(blocks),
+                    _ => None,
+                };
+                (
+                    Msg {
+                        role,
+                        id,
+                        content: None,
+                    },
+                    split,
+                    None,
+                )
             }
+            LineMessage::Raw(raw) => (read_msg(raw.get()).map_err(invalid)?, None, Some(raw.get())),
         };
         let raw = || match raw {
             Some(raw) => Ok(raw),
@@ -480,19 +508,26 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         };
         let mut blocks: Blocks = if record.compact_summary && role == Role::User {
             // Claude Code's summary (or cutpoint's, in the same shape): its text.
-            let text = msg.content.map(|c| text_of(c.get())).unwrap_or_default();
             let raw = raw()?;
+            let content = match split {
+                Some(_) => read_msg(raw).map_err(invalid)?.content,
+                None => msg.content,
+            };
+            let text = content.map(|c| text_of(c.get())).unwrap_or_default();
             vec![(
                 summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
                 counter.count_json(raw),
                 fingerprint(raw),
             )]
         } else {
-            anthropic::blocks(msg.content, role, counter)
-                .map_err(|m| invalid(format!("message.{m}")))?
-                .into_iter()
-                .map(|(b, t, at)| (b, t, fingerprint(at)))
-                .collect()
+            match split {
+                Some(blocks) => anthropic::blocks_of(blocks, role, counter),
+                None => anthropic::blocks(msg.content, role, counter),
+            }
+            .map_err(|m| invalid(format!("message.{m}")))?
+            .into_iter()
+            .map(|(b, t, at)| (b, t, fingerprint(at)))
+            .collect()
         };
         if blocks.is_empty() {
             let raw = raw()?;

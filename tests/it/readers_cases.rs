@@ -176,7 +176,7 @@ fn input_of_another_kind_is_named_as_such() {
 fn claude_code_lines_read_in_one_pass_say_what_two_passes_said() {
     let user =
         r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#;
-    let cases: [(&str, Option<&str>); 6] = [
+    let cases: [(&str, Option<&str>); 10] = [
         // A message that is no object, on a line that is read: an error on that line.
         (
             r#"{"type":"user","uuid":"u2","parentUuid":"u1","message":"text"}"#,
@@ -200,6 +200,30 @@ fn claude_code_lines_read_in_one_pass_say_what_two_passes_said() {
         // A summary record counts its message's text.
         (
             r#"{"type":"user","isCompactSummary":true,"uuid":"u2","parentUuid":"u1","message":{"role":"user","content":"This session is being continued. Summary: x"}}"#,
+            None,
+        ),
+        // The same with its text in a block (the content split in the line's pass, the
+        // message read again for its text).
+        (
+            r#"{"type":"user","isCompactSummary":true,"uuid":"u2","parentUuid":"u1","message":{"role":"user","content":[{"type":"text","text":"Summary: x"}]}}"#,
+            None,
+        ),
+        // A block that is no object, in a content split in the line's pass: the error
+        // names the block as when the content was read on its own.
+        (
+            r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","message":{"role":"assistant","content":[5]}}"#,
+            Some(
+                "line 2: message.content.0: invalid type: integer `5`, expected struct RawBlock (column 1)",
+            ),
+        ),
+        // A content that is no array and no string.
+        (
+            r#"{"type":"user","uuid":"u2","parentUuid":"u1","message":{"role":"user","content":{"a":1}}}"#,
+            None,
+        ),
+        // A string content with escapes (the slow path), counted as its JSON text.
+        (
+            r#"{"type":"user","uuid":"u2","parentUuid":"u1","message":{"role":"user","content":"a\nb \"c\""}}"#,
             None,
         ),
     ];
