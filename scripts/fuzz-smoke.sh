@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz smoke for CI: builds the cargo-fuzz targets in fuzz/ and runs each of them
 # (tracker_ops, jsonl_reader, compaction, stream_decoders, pipeline, transcripts) for a short while (FUZZ_SMOKE_SECONDS,
-# default 30; .ci/run uses 20), seeded from fuzz/seeds/TARGET where there are seeds
+# default 30; .ci/run uses 10), seeded from fuzz/seeds/TARGET where there are seeds
 # (the compaction seeds are the minimized inputs of a fixed bug). Installs what it needs (a nightly toolchain
 # through rustup, cargo-fuzz through cargo); when nightly cannot be had it says so and
 # exits 0, since the crate itself builds on stable. A finding fails the script and

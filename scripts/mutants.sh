@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Proves the model tests can fail: builds the tracker with one legality rule switched
-# off (a compile-time cfg, never set in normal builds) and expects the model tests
+# off (`--cfg cutpoint_mutant`, never set in normal builds, with the rule named by
+# CUTPOINT_MUTANT at compile time: one RUSTFLAGS for every mutant, so the dependencies
+# are built once and only cutpoint is rebuilt per mutant) and expects the model tests
 # (`tests/it/model.rs`, in the `it` test binary) to catch each mutant. Exits non-zero if
 # a mutant survives.
 set -uo pipefail
@@ -10,7 +12,7 @@ for mutant in ignore_pending ignore_orphan; do
   log=$(mktemp)
   # RUSTFLAGS rebuilds every dependency, so build unoptimized (the first failing case
   # ends the run; speed of the tests does not matter here, compile time does).
-  if RUSTFLAGS="--cfg cutpoint_mutant=\"$mutant\"" CARGO_TARGET_DIR=target/mutants \
+  if RUSTFLAGS="--cfg cutpoint_mutant" CUTPOINT_MUTANT=$mutant CARGO_TARGET_DIR=target/mutants \
       CARGO_PROFILE_TEST_OPT_LEVEL=0 CARGO_PROFILE_DEV_OPT_LEVEL=0 \
       cargo test --quiet -p cutpoint --test it -- model:: >"$log" 2>&1; then
     echo "mutant $mutant SURVIVED: the model tests did not notice rule $mutant switched off"

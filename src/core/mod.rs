@@ -35,3 +35,21 @@ pub use outcome::{Anomaly, Appended};
 #[cfg(feature = "serde")]
 pub(crate) use state::State;
 pub use tracker::{Anomalies, PendingCall, Tracker};
+
+/// Whether the legality rule `rule` is switched off in this build: only in the
+/// mutants' builds (`scripts/mutants.sh`: `--cfg cutpoint_mutant`, the rule named by
+/// the `CUTPOINT_MUTANT` environment variable at compile time), never in a normal
+/// one, where it is the constant `false`. One cfg for every mutant, so that the
+/// mutants share their dependencies' build and only this crate is rebuilt for each.
+#[inline(always)]
+pub(crate) fn mutant(rule: &str) -> bool {
+    #[cfg(cutpoint_mutant)]
+    {
+        option_env!("CUTPOINT_MUTANT") == Some(rule)
+    }
+    #[cfg(not(cutpoint_mutant))]
+    {
+        let _ = rule;
+        false
+    }
+}

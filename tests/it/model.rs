@@ -8,7 +8,7 @@
 //!   of targets and lookbacks per log;
 //! - `reference::select_legal_cut` itself, on a sample of queries per log.
 //!
-//! Run with `RUSTFLAGS='--cfg cutpoint_mutant="ignore_pending"'` (or `"ignore_orphan"`)
+//! Run with `RUSTFLAGS='--cfg cutpoint_mutant' CUTPOINT_MUTANT=ignore_pending` (or `ignore_orphan`)
 //! and these tests must fail: `scripts/mutants.sh` checks that they do.
 
 use cutpoint::testing::Observe;

@@ -148,7 +148,7 @@ impl Tracker {
             }
             Ok(UseOutcome::Pending) => Ok(None),
             Ok(UseOutcome::AnsweredEarlier { first_result }) => {
-                if !cfg!(cutpoint_mutant = "ignore_orphan") {
+                if !crate::core::mutant("ignore_orphan") {
                     self.cuts.revoke_after(first_result as usize);
                 }
                 self.anomalies.uses_after_result += 1;
@@ -236,7 +236,7 @@ impl Tracker {
     /// Rule (a) for cut `len`, decided when the last record is complete.
     #[inline]
     fn cut_at_len_is_legal(&self) -> bool {
-        self.calls.pending_is_empty() || cfg!(cutpoint_mutant = "ignore_pending")
+        self.calls.pending_is_empty() || crate::core::mutant("ignore_pending")
     }
 
     /// Appends `record` open: it may grow ([`grow`](Tracker::grow)) and take its final
