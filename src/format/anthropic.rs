@@ -12,15 +12,15 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{Inline, Items, JsonStr, LineIndex, describe, member, opt_str, result_line};
+use super::json_doc::{InlineContent, JsonStr, LineIndex, describe, member, opt_str, result_line};
 use super::{
     Block, Control, Format, Note, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in,
 };
 use crate::CallId;
 
-/// A message; `C` is how its `content` is read: [`Items`] on the one pass of the
-/// common case (an array, its blocks split as the message is read), `&RawValue` on
-/// the slow path (a string, or an error to name).
+/// A message; `C` is how its `content` is read: [`InlineContent`] on the one pass of the
+/// common case (an array split into its blocks, or a plain string, as the message is
+/// read), `&RawValue` on the slow path (a string with escapes, or an error to name).
 #[derive(Deserialize)]
 struct Msg<'a, C = &'a RawValue> {
     #[serde(borrow)]
@@ -149,19 +149,15 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         Ok("system") => Ok(Role::System),
         _ => Err(format!("unknown role {}", role.get())),
     };
-    // One pass when the content is an array (or absent); else the message is read
-    // again with its content raw, as it always was.
-    let fast = serde_json::from_str::<Msg<'_, Items<'_>>>(text)
+    // One pass when the content is an array, a plain string or absent; else the
+    // message is read again with its content raw, as it always was.
+    let fast = serde_json::from_str::<Msg<'_, InlineContent<'_>>>(text)
         .ok()
-        .and_then(|msg| match msg.content {
-            None => Some((msg.role, Vec::new())),
-            Some(Inline::Read(raws)) => Some((msg.role, raws)),
-            Some(Inline::Other) => None,
-        });
+        .and_then(|msg| Some((msg.role, ReadContent::inline(text, msg.content)?)));
     let (role, blocks) = match fast {
-        Some((role, raws)) => {
+        Some((role, content)) => {
             let role = role_of(role)?;
-            (role, blocks_of(raws, role, counter)?)
+            (role, content.blocks(role, counter)?)
         }
         None => {
             let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
@@ -183,34 +179,74 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
 /// The blocks of an Anthropic `content` of a message from `role` (a string is one
 /// text block), each with the JSON text it was read from. A user message's text that
 /// holds cutpoint's ledger is an earlier summary. **O(len)**.
-pub(crate) fn blocks<'a>(
+fn blocks<'a>(
     content: Option<&'a RawValue>,
     role: Role,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<(Block, u64, &'a str)>, String> {
-    let Some(content) = content else {
-        return Ok(Vec::new());
-    };
-    let text = |raw: &RawValue| match role {
-        Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
+    ReadContent::of(content)?.blocks(role, counter)
+}
+
+/// A message's `content` as the pass that read the message left it.
+pub(crate) enum ReadContent<'a> {
+    None,
+    /// An array, split into its blocks.
+    Split(Vec<&'a RawValue>),
+    /// Any other value (a string), as its JSON text.
+    Str(&'a str),
+}
+
+impl<'a> ReadContent<'a> {
+    /// A `content` read raw: an array split into its blocks. **O(len)**.
+    pub(crate) fn of(content: Option<&'a RawValue>) -> Result<Self, String> {
+        Ok(match content {
+            None => ReadContent::None,
+            Some(c) if c.get().starts_with('[') => ReadContent::Split(
+                serde_json::from_str(c.get()).map_err(|e| format!("content: {}", describe(&e)))?,
+            ),
+            Some(c) => ReadContent::Str(c.get()),
+        })
+    }
+
+    /// The content read in the pass that read its message (`text`), if that pass
+    /// could: `None` sends the reader to the slow path. **O(1)**.
+    pub(crate) fn inline(text: &'a str, content: Option<InlineContent<'a>>) -> Option<Self> {
+        Some(match content {
+            None => ReadContent::None,
+            Some(InlineContent::Split(raws)) => ReadContent::Split(raws),
+            Some(InlineContent::Str(s)) => ReadContent::Str(InlineContent::literal(text, s)?),
+            Some(InlineContent::Other) => return None,
+        })
+    }
+
+    /// Its blocks, as [`blocks`] reads them. **O(len)**.
+    pub(crate) fn blocks(
+        self,
+        role: Role,
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<(Block, u64, &'a str)>, String> {
+        match self {
+            ReadContent::None => Ok(Vec::new()),
+            ReadContent::Split(raws) => blocks_of(raws, role, counter),
+            ReadContent::Str(text) => Ok(vec![text_block(text, role, counter)]),
+        }
+    }
+}
+
+/// A content that is no array (a string) as one text block: an earlier summary when
+/// it is a user's text holding cutpoint's ledger. **O(len)**.
+fn text_block<'a>(json: &'a str, role: Role, counter: &dyn TokenCounter) -> (Block, u64, &'a str) {
+    let block = match role {
+        Role::User => summary_in(json).unwrap_or(Block::Text),
         _ => Block::Text,
     };
-    if !content.get().starts_with('[') {
-        return Ok(vec![(
-            text(content),
-            counter.count_json(content.get()),
-            content.get(),
-        )]);
-    }
-    let raws: Vec<&RawValue> =
-        serde_json::from_str(content.get()).map_err(|e| format!("content: {}", describe(&e)))?;
-    blocks_of(raws, role, counter)
+    (block, counter.count_json(json), json)
 }
 
 /// The blocks of an Anthropic `content` array, its elements already split (by
 /// [`blocks`], or in the pass that read the message around them), as [`blocks`] reads
 /// them. **O(len)**.
-pub(crate) fn blocks_of<'a>(
+fn blocks_of<'a>(
     raws: Vec<&'a RawValue>,
     role: Role,
     counter: &dyn TokenCounter,

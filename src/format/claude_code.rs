@@ -35,11 +35,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::json_doc::{Inline, Items, JsonStr, describe, lines, opt_str, text_of};
+use super::anthropic::ReadContent;
+use super::json_doc::{
+    Inline, InlineContent, JsonStr, array_around, describe, lines, opt_str, text_of,
+};
 use super::shape::context;
 use super::{
-    Block, Format, FormatError, Message, Role, TokenCounter, anthropic, fingerprint,
-    summary_in_text,
+    Block, Format, FormatError, Message, Role, TokenCounter, fingerprint, summary_in_text,
 };
 use crate::CallId;
 
@@ -97,29 +99,31 @@ impl<'a, M> Line<'a, M> {
 }
 
 /// The `message` of a line as [`read`] has it: read with the line (its `content`
-/// array split into blocks in the same pass), or as its own text.
+/// split into blocks, or a plain string, in the same pass), or as its own text.
 enum LineMessage<'a> {
-    Read(Msg<'a, Items<'a>>),
+    Read(Msg<'a, ()>, ReadContent<'a>),
     Raw(&'a RawValue),
 }
 
 /// Reads a line: in one pass when its message is an object whose `content`, if any,
-/// is an array (the line, the message and the content's blocks split as they are
-/// read), else (a string content, another kind of message, or an error) in two, the
-/// message kept as text for [`read`] to read or to name what is wrong with it.
-/// **O(len)**.
+/// is an array or a string without escapes (the line, the message and the content's
+/// blocks read together), else (a string with escapes, another kind of message, or an
+/// error) in two, the message kept as text for [`read`] to read or to name what is
+/// wrong with it. **O(len)**.
 fn parse_line(body: &str) -> Result<(Line<'_, ()>, Option<LineMessage<'_>>), String> {
-    if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_, Items<'_>>>>>(body) {
+    if let Ok(line) = serde_json::from_str::<Line<'_, Inline<Msg<'_, InlineContent<'_>>>>>(body) {
         match line.take_message() {
             (rest, None) => return Ok((rest, None)),
-            (
-                _,
-                Some(Inline::Read(Msg {
-                    content: Some(Inline::Other),
-                    ..
-                })),
-            ) => {}
-            (rest, Some(Inline::Read(m))) => return Ok((rest, Some(LineMessage::Read(m)))),
+            (rest, Some(Inline::Read(Msg { role, id, content }))) => {
+                if let Some(content) = ReadContent::inline(body, content) {
+                    let msg = Msg {
+                        role,
+                        id,
+                        content: None,
+                    };
+                    return Ok((rest, Some(LineMessage::Read(msg, content))));
+                }
+            }
             (_, Some(Inline::Other)) => {}
         }
     }
@@ -142,8 +146,8 @@ fn read_msg(raw: &str) -> Result<Msg<'_>, String> {
     serde_json::from_str(raw).map_err(|e| format!("message: {}", describe(&e)))
 }
 
-/// A line's `message`; `C` is how its `content` is read: [`Items`] on the one pass of
-/// the common case, `&RawValue` on the slow path.
+/// A line's `message`; `C` is how its `content` is read: [`InlineContent`] on the one
+/// pass of the common case, `&RawValue` on the slow path.
 #[derive(Deserialize)]
 struct Msg<'a, C = &'a RawValue> {
     #[serde(default)]
@@ -478,24 +482,20 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         let Some(message) = message else {
             continue;
         };
-        // The message, and its content's blocks when the line's pass split them.
-        let (msg, split, raw) = match message {
-            LineMessage::Read(Msg { role, id, content }) => {
-                let split = match content {
-                    Some(Inline::Read(blocks)) => Some(blocks),
-                    _ => None,
+        // The message, and its content as the line's pass left it.
+        let (msg, content, raw) = match message {
+            LineMessage::Read(msg, content) => (msg, content, None),
+            LineMessage::Raw(raw) => {
+                let msg = read_msg(raw.get()).map_err(invalid)?;
+                let content =
+                    ReadContent::of(msg.content).map_err(|m| invalid(format!("message.{m}")))?;
+                let msg = Msg {
+                    role: msg.role,
+                    id: msg.id,
+                    content: None,
                 };
-                (
-                    Msg {
-                        role,
-                        id,
-                        content: None,
-                    },
-                    split,
-                    None,
-                )
+                (msg, content, Some(raw.get()))
             }
-            LineMessage::Raw(raw) => (read_msg(raw.get()).map_err(invalid)?, None, Some(raw.get())),
         };
         let raw = || match raw {
             Some(raw) => Ok(raw),
@@ -508,26 +508,26 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         };
         let mut blocks: Blocks = if record.compact_summary && role == Role::User {
             // Claude Code's summary (or cutpoint's, in the same shape): its text.
-            let raw = raw()?;
-            let content = match split {
-                Some(_) => read_msg(raw).map_err(invalid)?.content,
-                None => msg.content,
+            let text = match &content {
+                ReadContent::None => String::new(),
+                ReadContent::Str(json) => text_of(json),
+                ReadContent::Split(raws) => array_around(body, raws)
+                    .map(|at| text_of(&body[at]))
+                    .unwrap_or_default(),
             };
-            let text = content.map(|c| text_of(c.get())).unwrap_or_default();
+            let raw = raw()?;
             vec![(
                 summary_in_text(&text).unwrap_or_else(|| Block::summary_of(&text)),
                 counter.count_json(raw),
                 fingerprint(raw),
             )]
         } else {
-            match split {
-                Some(blocks) => anthropic::blocks_of(blocks, role, counter),
-                None => anthropic::blocks(msg.content, role, counter),
-            }
-            .map_err(|m| invalid(format!("message.{m}")))?
-            .into_iter()
-            .map(|(b, t, at)| (b, t, fingerprint(at)))
-            .collect()
+            content
+                .blocks(role, counter)
+                .map_err(|m| invalid(format!("message.{m}")))?
+                .into_iter()
+                .map(|(b, t, at)| (b, t, fingerprint(at)))
+                .collect()
         };
         if blocks.is_empty() {
             let raw = raw()?;

@@ -354,6 +354,76 @@ impl<'de, T: Deserialize<'de>, const ARRAY: bool> Deserialize<'de> for Inline<T,
     }
 }
 
+/// A message's `content` read in the pass that reads the message: an array split into
+/// its elements, or a string without escapes (serde hands it over as a slice of the
+/// input, so [`InlineContent::literal`] finds its JSON text, quotes included); `Other` for
+/// anything else (a string with escapes, an object, a number), which a reader reads
+/// again with the member as a [`RawValue`] (the slow path).
+pub(crate) enum InlineContent<'a> {
+    Split(Vec<&'a RawValue>),
+    Str(&'a str),
+    Other,
+}
+
+impl<'a> InlineContent<'a> {
+    /// The JSON text of a [`InlineContent::Str`] in `text`, the input it was read from: the
+    /// string's bytes and the quotes around them; `None` when they are not there (an
+    /// empty string serde did not hand over in place). **O(1)**.
+    pub(crate) fn literal(text: &'a str, s: &'a str) -> Option<&'a str> {
+        let start = offset_in(text, s)?.checked_sub(1)?;
+        let literal = text.get(start..start + s.len() + 2)?;
+        (literal.starts_with('"') && literal.ends_with('"')).then_some(literal)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for InlineContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = InlineContent<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(InlineContent::Split(items))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(InlineContent::Str(v))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(InlineContent::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(InlineContent::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 /// A JSON string, borrowed from the input unless it has escapes. It accepts and
 /// rejects exactly what `String` does (with the same error messages), without
 /// allocating for plain strings. (`Option<Cow<str>>` would always allocate: serde
@@ -537,6 +607,63 @@ pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_content_is_the_raw_member_read_in_one_pass() {
+        #[derive(Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow)]
+            content: Option<&'a RawValue>,
+        }
+        #[derive(Deserialize)]
+        struct Read<'a> {
+            #[serde(borrow)]
+            content: Option<InlineContent<'a>>,
+        }
+        // (message, what the one pass reads: the literal, the elements, or `None` for
+        // the slow path)
+        let cases = [
+            (r#"{"content":"plain"}"#, Some(vec![r#""plain""#])),
+            (
+                r#"{"content" :  "spaced out" }"#,
+                Some(vec![r#""spaced out""#]),
+            ),
+            (r#"{"content":""}"#, Some(vec![r#""""#])),
+            (r#"{"content":"a\nb"}"#, None),
+            (r#"{"content":"\u00e9"}"#, None),
+            (
+                r#"{"content":[1, {"x":"y"} ,[]]}"#,
+                Some(vec!["1", r#"{"x":"y"}"#, "[]"]),
+            ),
+            (r#"{"content":[]}"#, Some(vec![])),
+            (r#"{"content":{"a":[1]}}"#, None),
+            (r#"{"content":7}"#, None),
+            (r#"{"content":true}"#, None),
+        ];
+        for (text, want) in cases {
+            let raw: Raw<'_> = serde_json::from_str(text).expect("test JSON");
+            let read: Read<'_> = serde_json::from_str(text).expect("test JSON");
+            let got: Option<Vec<&str>> = match read.content.expect("present") {
+                InlineContent::Str(s) => InlineContent::literal(text, s).map(|l| vec![l]),
+                InlineContent::Split(items) => Some(items.iter().map(|i| i.get()).collect()),
+                InlineContent::Other => None,
+            };
+            assert_eq!(got, want, "{text}");
+            // What the one pass reads is the raw member's own text.
+            if let (Some(got), Some(raw)) = (got, raw.content) {
+                match raw.get().strip_prefix('[') {
+                    Some(_) => {
+                        let items: Vec<&RawValue> = serde_json::from_str(raw.get()).expect("array");
+                        assert_eq!(got, items.iter().map(|i| i.get()).collect::<Vec<_>>());
+                    }
+                    None => assert_eq!(got, vec![raw.get()], "{text}"),
+                }
+            }
+        }
+        // Null and absent are no content.
+        let read: Read<'_> = serde_json::from_str(r#"{"content":null}"#).expect("test JSON");
+        assert!(read.content.is_none());
+    }
 
     fn first(json: &str) -> String {
         let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
