@@ -623,9 +623,27 @@ pub fn read(
     format: Format,
     counter: &dyn TokenCounter,
 ) -> Result<Transcript, FormatError> {
-    if let Some(e) = detect::mismatch(text, format) {
-        return Err(e);
+    if !format.is_json_document() {
+        // JSON lines: asked first, at the cost of a line or two.
+        if let Some(e) = detect::mismatch(text, format) {
+            return Err(e);
+        }
+        return read_as(text, format, counter);
     }
+    // A JSON document: asked only when it does not read. A text that reads as a
+    // document is no mismatch (several JSON lines fail to parse as one document, and a
+    // single line that is no document lacks the message array the reader needs),
+    // and asking first cost two more passes over a one-line body: every request the
+    // proxy reads.
+    read_as(text, format, counter).map_err(|e| detect::mismatch(text, format).unwrap_or(e))
+}
+
+/// [`read`] once the input is known to be of `format`'s kind. **O(len)**.
+fn read_as(
+    text: &str,
+    format: Format,
+    counter: &dyn TokenCounter,
+) -> Result<Transcript, FormatError> {
     let mut continues_previous_response = false;
     let mut head_print = 0;
     let mut task_budget = None;
