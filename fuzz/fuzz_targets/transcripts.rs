@@ -1,8 +1,8 @@
 //! Arbitrary bytes as a transcript of every provider format, as the CLI's and the
-//! proxy's input path reads one: detection, each reader, the provider rules, the
-//! legal cuts, the session's usage calibration, and one summary within half the
-//! budget, whose output must read back in its own format. No panic, no hang; every
-//! failure is an error value.
+//! proxy's input path reads one: detection, each reader (a text that reads is no
+//! `mismatch`), the provider rules, the legal cuts, the session's usage calibration,
+//! and one summary within half the budget, whose output must read back in its own
+//! format. No panic, no hang; every failure is an error value.
 //!
 //! Seeds (`fuzz/seeds/transcripts`): a small document of each JSON format written
 //! for this target, and `head-of-NAME`, the first lines (under 3.5 KB) of real
@@ -26,6 +26,11 @@ fuzz_target!(|data: &[u8]| {
         let Ok(t) = format::read(text, f, &ByteEstimate) else {
             continue;
         };
+        // `read` asks a document whether it is of another kind only when it fails to
+        // read: one that reads must be no mismatch.
+        if let Some(e) = format::mismatch(text, f) {
+            panic!("{f:?} read a text that mismatch calls {e}");
+        }
         let _ = format::rules::check_messages(t.format, &t.messages);
         let _ = t.legal_message_cuts();
     }
