@@ -293,6 +293,32 @@ pub(crate) fn describe(e: &serde_json::Error) -> String {
     format!("{core} (column {})", e.column())
 }
 
+/// The visitor methods of a member read in the pass of the object around it that
+/// answer `$other` for the values the member does not take: scalars, strings (a
+/// visitor may still take a borrowed one) and null.
+macro_rules! other_for_the_rest {
+    ($other:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
+}
+
 /// A member read straight into `T` when it is an object (an array when `ARRAY`), in
 /// the pass that reads the object around it; `Other` when it is a JSON value of
 /// another kind. A reader that needs the member's own text, or must say what is
@@ -331,24 +357,7 @@ impl<'de, T: Deserialize<'de>, const ARRAY: bool> Deserialize<'de> for Inline<T,
                 while seq.next_element::<de::IgnoredAny>()?.is_some() {}
                 Ok(Inline::Other)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Inline::Other)
-            }
+            other_for_the_rest!(Inline::Other);
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
@@ -394,9 +403,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for InlineContent<'a> {
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
                 Ok(InlineContent::Str(v))
             }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map
                     .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
@@ -404,21 +410,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for InlineContent<'a> {
                 {}
                 Ok(InlineContent::Other)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(InlineContent::Other)
-            }
+            other_for_the_rest!(InlineContent::Other);
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
