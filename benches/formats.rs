@@ -2,7 +2,8 @@
 //!
 //! - `read_transcript`: the largest real agent transcript of every format the fixtures
 //!   hold (Claude Code session JSONL, Codex rollout JSONL, a SWE-agent OpenAI Chat
-//!   trajectory, a Gemini CLI session document) into messages and records, against
+//!   trajectory, a Gemini CLI session document; then two one-line documents, an OpenAI
+//!   Chat trajectory and an Anthropic request body) into messages and records, against
 //!   serde_json's own parse of the same bytes in the same run: into a
 //!   `serde_json::Value` (what a naive reader does) and skipped as `IgnoredAny` (the
 //!   floor: tokenizing without building anything), line by line for JSON lines, the
@@ -19,22 +20,39 @@ use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
 
-const FIXTURES: &[(&str, Format)] = &[
+/// (label, file under the repository root, format). The last two are one line of JSON
+/// each, as a proxy reads a request body: a document's reader used to ask first
+/// whether such a text was JSON lines, which cost two parses before its own.
+const FIXTURES: &[(&str, &str, Format)] = &[
     (
-        "claude-code__spotter__4d5611e5-main.jsonl",
+        "claude-code",
+        "tests/fixtures/transcripts/claude-code__spotter__4d5611e5-main.jsonl",
         Format::ClaudeCode,
     ),
     (
-        "codex__localpush__rollout-12-54-34-compacted.jsonl",
+        "codex",
+        "tests/fixtures/transcripts/codex__localpush__rollout-12-54-34-compacted.jsonl",
         Format::CodexRollout,
     ),
     (
-        "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
+        "openai-chat",
+        "tests/fixtures/transcripts/chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
         Format::OpenAiChat,
     ),
     (
-        "gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json",
+        "gemini-cli",
+        "tests/fixtures/transcripts/gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json",
         Format::GeminiCli,
+    ),
+    (
+        "openai-chat-one-line",
+        "tests/fixtures/transcripts/openai-chat__tau-bench__gpt-4o-airline-traj173-one-line.json",
+        Format::OpenAiChat,
+    ),
+    (
+        "anthropic-request",
+        "proxy/tests/fixtures/anthropic-request__claude-reliability__python-to-rust-port.json",
+        Format::AnthropicMessages,
     ),
 ];
 
@@ -48,19 +66,15 @@ fn json_texts(text: &str, fmt: Format) -> Vec<&str> {
     }
 }
 
-fn read_fixture(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/transcripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+fn read_fixture(path: &str) -> String {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn formats(c: &mut Criterion) {
     let mut group = c.benchmark_group("read_transcript");
-    for &(name, fmt) in FIXTURES {
-        let text = read_fixture(name);
-        let short = fmt.name();
+    for &(short, path, fmt) in FIXTURES {
+        let text = read_fixture(path);
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.bench_function(format!("cutpoint/{short}"), |b| {
             b.iter(|| {
