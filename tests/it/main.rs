@@ -19,7 +19,6 @@ mod kept_items;
 mod layout;
 mod liveness;
 mod loaded;
-mod model;
 mod native_cut;
 mod native_records;
 mod one_path;
