@@ -3,9 +3,13 @@
 //! `Tracker::select_legal_cut` no longer finds the lookback floor to answer: it checks
 //! whether the nearest legal cut clears the floor from the sums on the lines it has
 //! just read, and finds the floor only to explain a deferral; the sums and the bitmap
-//! live in chunked storage. This pins that the answers are exactly the rescan's
-//! (`cutpoint::testing::reference::select_legal_cut`, O(n) per query): the cut, or the
-//! deferral with its target index, floor and nearest legal cuts; and the same for the
+//! live in chunked storage. This pins that the answers are exactly the rescan's: the
+//! seed's selector over every cut's legality by the reference's definitions (one sweep
+//! per log, itself checked against `reference::is_legal_cut`), and for one query in
+//! eight the literal `cutpoint::testing::reference::select_legal_cut` too (O(n) per cut
+//! it tests: asking it everything took 55 of the 70 seconds of the whole `it` binary):
+//! the cut, or the deferral with its target index, floor and nearest legal cuts (the
+//! nearest, not just legal ones); and the same for the
 //! position queries the compaction layer uses, on generated logs (with damage: results
 //! before their calls, stray results, calls left open), on every real transcript, and
 //! after batches of region replacements, removals and token edits.
@@ -15,6 +19,10 @@ use cutpoint::format::{self, ByteEstimate};
 use cutpoint::testing::reference;
 use cutpoint::testing::synth::{Rng, Session};
 use cutpoint::{CallId, Record, RecordKind, Replacement, Tracker};
+use std::collections::HashMap;
+
+/// One query in this many is also asked of the literal reference.
+const LITERAL_EVERY: usize = 8;
 
 /// Prefix sums of `records`: `sums[c]` is the tokens of records `..c`.
 fn sums(records: &[Record]) -> Vec<u64> {
@@ -33,12 +41,123 @@ fn floor(sums: &[u64], t: usize, lookback: u64) -> usize {
         .unwrap_or(t)
 }
 
-/// Every query at `targets` × `lookbacks` against the rescan; `what` names the log.
+/// Every cut's legality by the reference's definitions, in one sweep instead of the
+/// reference's **O(n)** per cut: a cut is illegal when a call's first use lies before
+/// it and its first result does not (`reference::pending_calls_at`: `first_use < cut
+/// <= first_result`, or to the end without a result), when a call has a result before
+/// it and a use at or after it (`reference::orphan_results_at`: `first_result < cut <=
+/// last_use`), or when the record at it is bound to the one before. **O(n)**. Checked
+/// against `reference::is_legal_cut` in [`assert_queries_match`].
+fn legality(records: &[Record]) -> Vec<bool> {
+    #[derive(Default)]
+    struct Seen {
+        first_use: Option<usize>,
+        last_use: usize,
+        first_result: Option<usize>,
+    }
+    let n = records.len();
+    let mut ids: HashMap<&str, Seen> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        match r.kind() {
+            RecordKind::ToolUse(id) => {
+                let seen = ids.entry(id.as_str()).or_default();
+                seen.first_use.get_or_insert(i);
+                seen.last_use = i;
+            }
+            RecordKind::ToolResult(id) => {
+                ids.entry(id.as_str())
+                    .or_default()
+                    .first_result
+                    .get_or_insert(i);
+            }
+            _ => {}
+        }
+    }
+    // Each illegal stretch `lo..=hi` as +1 at `lo` and -1 past `hi`.
+    let mut delta = vec![0i64; n + 2];
+    let mut mark = |lo: usize, hi: usize| {
+        if lo <= hi {
+            delta[lo] += 1;
+            delta[hi + 1] -= 1;
+        }
+    };
+    for seen in ids.values() {
+        if let Some(first_use) = seen.first_use {
+            mark(first_use + 1, seen.first_result.unwrap_or(n).min(n));
+            if let Some(first_result) = seen.first_result {
+                mark(first_result + 1, seen.last_use);
+            }
+        }
+    }
+    let mut open = 0;
+    (0..=n)
+        .map(|c| {
+            open += delta[c];
+            open == 0 && !(c > 0 && records.get(c).is_some_and(Record::is_bound_to_previous))
+        })
+        .collect()
+}
+
+/// The reference's answer (`reference::select_legal_cut`: the seed's floor walk and
+/// backward search, `len` only when it is legal) computed over `legal`: the cut, or the
+/// deferral's target index, floor and nearest legal cuts below the floor and above the
+/// target. **O(n)** per query.
+#[allow(clippy::type_complexity)]
+fn rescan(
+    legal: &[bool],
+    sums: &[u64],
+    target: u64,
+    lookback: u64,
+) -> Result<usize, (usize, usize, Option<usize>, Option<usize>)> {
+    let len = legal.len() - 1;
+    let target_index = if target >= sums[len] {
+        if legal[len] {
+            return Ok(len);
+        }
+        len - 1
+    } else {
+        (0..len).find(|&i| sums[i + 1] >= target).unwrap_or(0)
+    };
+    let floor = floor(sums, target_index, lookback);
+    match (floor..=target_index).rev().find(|&c| legal[c]) {
+        Some(cut) => Ok(cut),
+        None => Err((
+            target_index,
+            floor,
+            (0..floor).rev().find(|&c| legal[c]),
+            (target_index + 1..=len).find(|&c| legal[c]),
+        )),
+    }
+}
+
+/// Every query at `targets` × `lookbacks` against the rescan over the log's legality
+/// ([`legality`], [`rescan`]), and one query in [`LITERAL_EVERY`] against the literal
+/// `reference::select_legal_cut` too (at **O(n)** per cut it tests, and per cut of the
+/// log for a deferral's nearest cuts, all of them took a minute); `what` names the log.
 fn assert_queries_match(t: &Tracker, records: &[Record], rng: &mut Rng, what: &str) {
     assert_eq!(t.len(), records.len(), "{what}");
     let s = sums(records);
     let total = *s.last().unwrap_or(&0);
     assert_eq!(t.total_tokens(), total, "{what}");
+    let legal = legality(records);
+    if records.len() <= 1_500 {
+        let want: Vec<bool> = (0..=records.len())
+            .map(|c| reference::is_legal_cut(records, c))
+            .collect();
+        assert_eq!(
+            legal, want,
+            "{what}: the sweep's legality against the reference"
+        );
+    } else {
+        for _ in 0..64 {
+            let c = rng.range(0, records.len() as u64) as usize;
+            assert_eq!(
+                legal[c],
+                reference::is_legal_cut(records, c),
+                "{what}: cut {c}"
+            );
+        }
+    }
     let mut targets: Vec<u64> = (0..30).map(|_| rng.range(0, total + 1)).collect();
     // Targets on and next to record boundaries, where `first_reaching` changes.
     for _ in 0..10 {
@@ -46,46 +165,51 @@ fn assert_queries_match(t: &Tracker, records: &[Record], rng: &mut Rng, what: &s
         targets.extend([s[c], s[c] + 1, s[c].saturating_sub(1)]);
     }
     targets.extend([0, 1, total, total.saturating_add(5), u64::MAX]);
+    let mut asked = 0usize;
     for target in targets {
         for lookback in [0, 50, 700, 20_000, rng.range(0, total + 1), u64::MAX] {
+            let at = format!("{what}: target {target} lookback {lookback}");
             let got = t.select_legal_cut(target, lookback);
-            let want = reference::select_legal_cut(records, target, lookback);
+            let want = rescan(&legal, &s, target, lookback);
             match (&got, &want) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{what}: target {target} lookback {lookback}"),
-                (Err(a), Err(b)) => {
-                    assert_eq!(
-                        (a.target_index, a.floor),
-                        (b.target_index, b.floor),
-                        "{what}: target {target} lookback {lookback}"
-                    );
-                    assert_eq!(
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{at}"),
+                (Err(a), Err(b)) => assert_eq!(
+                    (
+                        a.target_index,
                         a.floor,
-                        floor(&s, a.target_index, lookback),
-                        "{what}: target {target} lookback {lookback}: the floor"
-                    );
-                    assert!(
-                        a.nearest_legal_below
-                            .is_none_or(|c| c < a.floor && reference::is_legal_cut(records, c)),
-                        "{what}: target {target} lookback {lookback}"
-                    );
-                    assert!(
-                        a.nearest_legal_above.is_none_or(
-                            |c| c > a.target_index && reference::is_legal_cut(records, c)
+                        a.nearest_legal_below,
+                        a.nearest_legal_above
+                    ),
+                    *b,
+                    "{at}"
+                ),
+                _ => panic!("{at}: {got:?} against {want:?}"),
+            }
+            asked += 1;
+            if asked % LITERAL_EVERY == 0 {
+                match (&got, reference::select_legal_cut(records, target, lookback)) {
+                    (Ok(a), Ok(b)) => assert_eq!(*a, b, "{at}: literal"),
+                    (Err(a), Err(b)) => assert_eq!(
+                        (
+                            a.target_index,
+                            a.floor,
+                            a.nearest_legal_below,
+                            a.nearest_legal_above
                         ),
-                        "{what}: target {target} lookback {lookback}"
-                    );
-                }
-                _ => {
-                    panic!("{what}: target {target} lookback {lookback}: {got:?} against {want:?}")
+                        (
+                            b.target_index,
+                            b.floor,
+                            b.nearest_legal_below,
+                            b.nearest_legal_above
+                        ),
+                        "{at}: literal"
+                    ),
+                    (a, b) => panic!("{at}: literal: {a:?} against {b:?}"),
                 }
             }
             if target <= total {
                 let want_first = (0..records.len()).find(|&i| s[i + 1] >= target);
-                assert_eq!(
-                    t.first_record_reaching(target),
-                    want_first,
-                    "{what}: target {target}"
-                );
+                assert_eq!(t.first_record_reaching(target), want_first, "{at}");
             }
         }
     }
@@ -109,16 +233,12 @@ fn assert_queries_match(t: &Tracker, records: &[Record], rng: &mut Rng, what: &s
             );
         }
     }
-    if records.len() <= 1_500 {
-        let want: Vec<usize> = (0..=records.len())
-            .filter(|&c| reference::is_legal_cut(records, c))
-            .collect();
-        assert_eq!(
-            t.legal_cuts().collect::<Vec<_>>(),
-            want,
-            "{what}: legal cuts"
-        );
-    }
+    let want: Vec<usize> = (0..=records.len()).filter(|&c| legal[c]).collect();
+    assert_eq!(
+        t.legal_cuts().collect::<Vec<_>>(),
+        want,
+        "{what}: legal cuts"
+    );
 }
 
 /// A realistic session with damage: results moved (a little) before their call, stray
