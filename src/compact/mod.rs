@@ -46,12 +46,12 @@ pub use edit::{EditError, Rewrite};
 pub use liveness::{Age, StaleCall};
 pub use plan::{Atom, Direction, Plan, PlanError, Window};
 pub use repair::{ABORTED_RESULT_TEXT, ABORTED_RESULT_TOKENS, Change, RepairReport, repair};
-#[cfg(feature = "formats")]
-pub(crate) use summary::LEDGER_HEADING;
 pub use summary::{
     ArgumentPolicy, Orphan, PROTECTED_FIELDS, SummaryParts, estimate_summary_tokens,
     estimate_tokens, first_line, shorten_arguments, summary_text,
 };
+#[cfg(feature = "formats")]
+pub(crate) use summary::{FIRST_LINE_CHARS, LEDGER_HEADING};
 pub use validate::{
     CallState, Options, PairingStructure, Report, Violation, validate, validate_records,
 };

@@ -128,7 +128,7 @@ fn shorten(arguments: &str, _max_chars: usize, _hash: bool) -> String {
 }
 
 /// The longest first line a unit keeps, in characters.
-const FIRST_LINE_CHARS: usize = 200;
+pub(crate) const FIRST_LINE_CHARS: usize = 200;
 
 /// The first non-blank line of `content`, trimmed and cut to 200 characters (with an
 /// ellipsis): what a summary unit keeps of a result, in every format. **O(len)**.

@@ -468,20 +468,31 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
 /// **O(first line)** for a string (the rest of a long output is never unescaped),
 /// **O(len)** of the structure for arrays and objects (their strings are skipped, not
 /// copied).
-pub(crate) fn first_line_of(raw: Option<&RawValue>) -> String {
+///
+/// With `capped`, a string whose first line is long may come back as the line a unit
+/// keeps of it ([`capped_line`]).
+fn first_line_with(raw: Option<&RawValue>, capped: bool) -> String {
     let Some(raw) = raw else {
         return String::new();
     };
-    first_line_of_raw(raw, 0).unwrap_or_else(|| raw.get().lines().next().unwrap_or("").to_owned())
+    first_line_of_raw(raw, 0, capped)
+        .unwrap_or_else(|| raw.get().lines().next().unwrap_or("").to_owned())
 }
 
 /// The first line of a tool result's content as every summary unit keeps it
 /// ([`compact::first_line`](crate::compact::first_line): the first non-blank line,
-/// trimmed and capped), read as [`first_line_of`] reads it: only the first line is
-/// unescaped, unless the content starts with blank lines. **O(first line)** in the
-/// usual case.
+/// trimmed and capped), read as [`first_line_with`] reads it: only the first line is
+/// unescaped, unless the content starts with blank lines, and of a long first line
+/// only the first [`LINE_WINDOW`] bytes when they decide it. **O(min(first line,
+/// LINE_WINDOW))** in the usual case.
 pub(crate) fn result_line(raw: Option<&RawValue>) -> String {
-    let line = first_line_of(raw);
+    result_line_with(raw, true)
+}
+
+/// [`result_line`]; without `capped`, every first line is unescaped whole.
+fn result_line_with(raw: Option<&RawValue>, capped: bool) -> String {
+    // A capped line ("…" after its first characters) is its own unit line.
+    let line = first_line_with(raw, capped);
     if !line.trim().is_empty() {
         return crate::compact::first_line(&line);
     }
@@ -495,7 +506,7 @@ pub(crate) fn result_line(raw: Option<&RawValue>) -> String {
 /// How deep [`first_line_of_raw`] looks into nested arrays and objects.
 const MAX_DEPTH: usize = 4;
 
-fn first_line_of_raw(raw: &RawValue, depth: usize) -> Option<String> {
+fn first_line_of_raw(raw: &RawValue, depth: usize, capped: bool) -> Option<String> {
     #[derive(Deserialize)]
     struct Fields<'a> {
         #[serde(borrow, default)]
@@ -509,37 +520,50 @@ fn first_line_of_raw(raw: &RawValue, depth: usize) -> Option<String> {
     }
     let text = raw.get();
     match text.as_bytes().first()? {
-        b'"' => first_line_of_string(text),
+        b'"' => first_line_of_string(text, capped),
         b'[' if depth < MAX_DEPTH => {
             let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
             items
                 .into_iter()
-                .find_map(|i| first_line_of_raw(i, depth + 1))
+                .find_map(|i| first_line_of_raw(i, depth + 1, capped))
         }
         b'{' if depth < MAX_DEPTH => {
             let f: Fields<'_> = serde_json::from_str(text).ok()?;
             [f.text, f.output, f.content, f.result]
                 .into_iter()
                 .flatten()
-                .find_map(|v| first_line_of_raw(v, depth + 1))
+                .find_map(|v| first_line_of_raw(v, depth + 1, capped))
         }
         _ => None,
     }
 }
 
+/// Raw bytes of a string literal's first line after which [`first_line_of_string`],
+/// when capped, tries to decide the line a unit keeps from those bytes alone.
+const LINE_WINDOW: usize = 320;
+
 /// The first line of a JSON string literal, unescaping only that line: the literal is
 /// cut at its first `\n` or `\r` escape (or closing quote) and the prefix parsed.
-fn first_line_of_string(literal: &str) -> Option<String> {
+/// With `capped`, a first line that runs past [`LINE_WINDOW`] bytes may instead come
+/// back as the line a unit keeps of it, read from its first bytes ([`capped_line`]).
+fn first_line_of_string(literal: &str, capped: bool) -> Option<String> {
     let bytes = literal.as_bytes();
     let mut i = 1;
+    let mut window = if capped { LINE_WINDOW } else { usize::MAX };
     while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => {
-                if matches!(bytes.get(i + 1), Some(b'n' | b'r')) {
-                    break;
-                }
-                i += 2;
+        if i >= window {
+            window = usize::MAX;
+            if let Some(line) = capped_line(literal, i) {
+                return Some(line);
             }
+        }
+        match bytes[i] {
+            b'\\' => match bytes.get(i + 1) {
+                Some(b'n' | b'r') => break,
+                // Past the four digits, so that `i` never stops inside an escape.
+                Some(b'u') => i += 6,
+                _ => i += 2,
+            },
             b'"' => break,
             _ => i += 1,
         }
@@ -551,6 +575,35 @@ fn first_line_of_string(literal: &str) -> Option<String> {
         return prefix.get(1..).map(str::to_owned);
     }
     serde_json::from_str::<String>(&format!("{prefix}\"")).ok()
+}
+
+/// The line a summary unit keeps of a string literal whose first line runs on past
+/// byte `end` ([`compact::first_line`](crate::compact::first_line) of its text: the
+/// first line, trimmed, its first `FIRST_LINE_CHARS` (200) characters and "…"), when
+/// the literal's bytes up to `end` decide it: they hold no line break (as a `\u`
+/// escape), more than 200 characters after the line's leading blanks, and something
+/// not blank after the 200th. `None` otherwise (then the whole first line is read).
+/// A one-line JSON tool output, a whole document escaped into one string, was
+/// unescaped whole to keep 200 characters of it. **O(end)**.
+fn capped_line(literal: &str, mut end: usize) -> Option<String> {
+    use crate::compact::FIRST_LINE_CHARS;
+    // Inside a character: on to its end (its bytes are never a backslash or a quote).
+    while end < literal.len() && !literal.is_char_boundary(end) {
+        end += 1;
+    }
+    // A surrogate pair cut in two fails here, and the whole line is read.
+    let text: String = serde_json::from_str(&format!("{}\"", literal.get(..end)?)).ok()?;
+    if text.contains(['\n', '\r']) {
+        return None;
+    }
+    let line = text.trim_start();
+    let (cut, _) = line.char_indices().nth(FIRST_LINE_CHARS)?;
+    if line[cut..].chars().all(char::is_whitespace) {
+        return None;
+    }
+    let mut kept = line[..cut].to_owned();
+    kept.push('…');
+    Some(kept)
 }
 
 /// The text of a message's content or of a text part: a JSON string, or the `text`
@@ -659,7 +712,7 @@ mod tests {
 
     fn first(json: &str) -> String {
         let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
-        first_line_of(Some(raw))
+        first_line_with(Some(raw), false)
     }
 
     /// The two-pass reading `split` replaced: the array as raw text, then its elements.
@@ -790,7 +843,7 @@ mod tests {
         );
         assert_eq!(first("42"), "42");
         assert_eq!(first(r#"{"a":1}"#), r#"{"a":1}"#);
-        assert_eq!(first_line_of(None), "");
+        assert_eq!(first_line_with(None, false), "");
     }
 
     #[test]
@@ -804,6 +857,81 @@ mod tests {
         assert_eq!(unit(&format!("{:?}", "y".repeat(300))).chars().count(), 201);
         assert_eq!(unit(r#"[{"type":"text","text":"one\ntwo"}]"#), "one");
         assert_eq!(result_line(None), "");
+    }
+
+    /// `text` as a JSON string literal, each character written as itself or, where
+    /// `escape` says so, as `\uXXXX` (a surrogate pair beyond the BMP); quotes,
+    /// backslashes and control characters always escaped.
+    fn literal(text: &str, escape: &[bool]) -> String {
+        let mut out = String::from('"');
+        for (k, c) in text.chars().enumerate() {
+            match c {
+                c if escape[k % escape.len()] || ((c as u32) < 0x20 && !"\n\r".contains(c)) => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1_000))]
+        /// The window reads what the whole first line gives, on strings around and
+        /// past it: blanks before and after, line breaks (escaped, and as `\u000a`),
+        /// escapes of every kind, characters of one to four bytes and surrogate pairs
+        /// that may straddle the window's edge; bare, and inside a result object.
+        #[test]
+        fn the_windowed_line_is_the_whole_lines(
+            pieces in proptest::collection::vec((0usize..9, 1usize..500), 0..12),
+            escape in proptest::collection::vec(proptest::prelude::any::<bool>(), 1..7),
+        ) {
+            const PIECES: [&str; 9] = ["a", " ", "\t", "\n", "\r", "é", "😀", "\"", "\u{3000}"];
+            let text: String = pieces.iter().map(|&(k, n)| PIECES[k].repeat(n)).collect();
+            let lit = literal(&text, &escape);
+            for json in [lit.clone(), format!("{{\"output\":{lit}}}")] {
+                let raw: &RawValue = serde_json::from_str(&json).expect("a literal");
+                proptest::prop_assert_eq!(
+                    result_line_with(Some(raw), true),
+                    result_line_with(Some(raw), false),
+                    "{}", json
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_first_line_is_read_from_the_window() {
+        let long = format!("\"  {}\"", "{\\\"k\\\": 1}, ".repeat(300));
+        let kept = first_line_of_string(&long, true).expect("a line");
+        assert_eq!(kept.chars().count(), 201);
+        assert!(
+            kept.starts_with("{\"k\": 1}") && kept.ends_with('…'),
+            "{kept}"
+        );
+        let plain = format!("\"{}\"", "x".repeat(2000));
+        assert_eq!(
+            capped_line(&plain, LINE_WINDOW),
+            Some(format!("{}…", "x".repeat(200)))
+        );
+        assert_eq!(
+            first_line_of_string("\"short\"", true).as_deref(),
+            Some("short")
+        );
+        // A line break, or only blanks past the 200th character: not decided.
+        let broken = format!("\"{}\\n{}\"", "x".repeat(300), "y".repeat(2000));
+        assert_eq!(capped_line(&broken, 400), None);
+        assert_eq!(first_line_of_string(&broken, true), Some("x".repeat(300)));
+        let blank_tail = format!("\"{}{}\"", "x".repeat(200), " ".repeat(2000));
+        assert_eq!(capped_line(&blank_tail, LINE_WINDOW), None);
     }
 
     #[test]
