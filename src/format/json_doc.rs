@@ -475,7 +475,7 @@ fn first_line_with(raw: Option<&RawValue>, capped: bool) -> String {
     let Some(raw) = raw else {
         return String::new();
     };
-    first_line_of_raw(raw, 0, capped)
+    first_line_of_raw(raw.get(), 0, capped)
         .unwrap_or_else(|| raw.get().lines().next().unwrap_or("").to_owned())
 }
 
@@ -506,7 +506,47 @@ fn result_line_with(raw: Option<&RawValue>, capped: bool) -> String {
 /// How deep [`first_line_of_raw`] looks into nested arrays and objects.
 const MAX_DEPTH: usize = 4;
 
-fn first_line_of_raw(raw: &RawValue, depth: usize, capped: bool) -> Option<String> {
+/// The first line of `text`, the text of a `RawValue` (so valid JSON): a string's, or
+/// that of the first element of an array, or of an object's first `text` / `output` /
+/// `content` / `result` member (in that order), that has one; the members read as a
+/// struct of those four fields reads them (a `null` is no member; a name given twice
+/// gives nothing). Arrays and objects are walked with [`valid`]'s scanner, not parsed
+/// again. **O(len)** of the structure.
+fn first_line_of_raw(text: &str, depth: usize, capped: bool) -> Option<String> {
+    const FIELDS: [&str; 4] = ["text", "output", "content", "result"];
+    match text.as_bytes().first()? {
+        b'"' => first_line_of_string(text, capped),
+        b'[' if depth < MAX_DEPTH => valid::elements(text)?
+            .into_iter()
+            .find_map(|i| first_line_of_raw(i, depth + 1, capped)),
+        b'{' if depth < MAX_DEPTH => {
+            let mut fields: [Option<Option<&str>>; 4] = [None; 4];
+            for (key, value) in valid::members(text)? {
+                if key.contains('\\') {
+                    // A name with an escape may still be one of the four: let serde
+                    // read the object.
+                    return first_line_of_fields(text, depth, capped);
+                }
+                if let Some(k) = FIELDS.iter().position(|f| *f == key) {
+                    if fields[k].is_some() {
+                        return None;
+                    }
+                    fields[k] = Some((value != "null").then_some(value));
+                }
+            }
+            fields
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find_map(|v| first_line_of_raw(v, depth + 1, capped))
+        }
+        _ => None,
+    }
+}
+
+/// [`first_line_of_raw`] for an object, read by serde_json as a struct of the four
+/// fields. **O(len)**.
+fn first_line_of_fields(text: &str, depth: usize, capped: bool) -> Option<String> {
     #[derive(Deserialize)]
     struct Fields<'a> {
         #[serde(borrow, default)]
@@ -518,23 +558,120 @@ fn first_line_of_raw(raw: &RawValue, depth: usize, capped: bool) -> Option<Strin
         #[serde(borrow, default)]
         result: Option<&'a RawValue>,
     }
-    let text = raw.get();
-    match text.as_bytes().first()? {
-        b'"' => first_line_of_string(text, capped),
-        b'[' if depth < MAX_DEPTH => {
-            let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-            items
-                .into_iter()
-                .find_map(|i| first_line_of_raw(i, depth + 1, capped))
+    let f: Fields<'_> = serde_json::from_str(text).ok()?;
+    [f.text, f.output, f.content, f.result]
+        .into_iter()
+        .flatten()
+        .find_map(|v| first_line_of_raw(v.get(), depth + 1, capped))
+}
+
+/// Walking JSON text that serde_json has already validated (the text of a `RawValue`):
+/// the members of an object and the elements of an array as slices of the text, with
+/// strings skipped by `memchr` and nothing checked twice. On anything a valid text
+/// cannot hold the walk gives `None` (never a panic), and the caller reads the text the
+/// slow way or gives up.
+mod valid {
+    /// The index past the string whose opening quote is at `i`. **O(len)** of the
+    /// string.
+    fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+        i += 1;
+        loop {
+            i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
+            if b[i] == b'"' {
+                return Some(i + 1);
+            }
+            i += 2;
         }
-        b'{' if depth < MAX_DEPTH => {
-            let f: Fields<'_> = serde_json::from_str(text).ok()?;
-            [f.text, f.output, f.content, f.result]
-                .into_iter()
-                .flatten()
-                .find_map(|v| first_line_of_raw(v, depth + 1, capped))
+    }
+
+    fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
         }
-        _ => None,
+        i
+    }
+
+    /// The index past the value starting at `i`. **O(len)** of the value.
+    fn value_end(b: &[u8], mut i: usize) -> Option<usize> {
+        match *b.get(i)? {
+            b'"' => string_end(b, i),
+            b'[' | b'{' => {
+                let mut depth = 0usize;
+                loop {
+                    match *b.get(i)? {
+                        b'"' => {
+                            i = string_end(b, i)?;
+                            continue;
+                        }
+                        b'[' | b'{' => depth += 1,
+                        b']' | b'}' => {
+                            depth = depth.checked_sub(1)?;
+                            if depth == 0 {
+                                return Some(i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            _ => {
+                while b
+                    .get(i)
+                    .is_some_and(|c| !matches!(c, b',' | b']' | b'}') && !c.is_ascii_whitespace())
+                {
+                    i += 1;
+                }
+                Some(i)
+            }
+        }
+    }
+
+    /// The values of the comma-separated list that starts at `i` (past its `[` or
+    /// `{`) and ends at `close`, each after its key when `keyed`: (key text without
+    /// its quotes, value text). **O(len)**.
+    fn list(text: &str, keyed: bool, close: u8) -> Option<Vec<(&str, &str)>> {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = skip_blanks(b, 1);
+        if b.get(i) == Some(&close) {
+            return Some(out);
+        }
+        loop {
+            let mut key = "";
+            if keyed {
+                let end = string_end(b, i)?;
+                key = text.get(i + 1..end - 1)?;
+                i = skip_blanks(b, end);
+                if b.get(i) != Some(&b':') {
+                    return None;
+                }
+                i = skip_blanks(b, i + 1);
+            }
+            let end = value_end(b, i)?;
+            out.push((key, text.get(i..end)?));
+            i = skip_blanks(b, end);
+            match *b.get(i)? {
+                b',' => i = skip_blanks(b, i + 1),
+                c if c == close => return Some(out),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The members of the object `text`: (name as written, without quotes; value).
+    pub(super) fn members(text: &str) -> Option<Vec<(&str, &str)>> {
+        list(text, true, b'}')
+    }
+
+    /// The elements of the array `text`.
+    pub(super) fn elements(text: &str) -> Option<Vec<&str>> {
+        Some(
+            list(text, false, b']')?
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect(),
+        )
     }
 }
 
@@ -905,6 +1042,132 @@ mod tests {
                     "{}", json
                 );
             }
+        }
+    }
+
+    /// `first_line_of_raw` as it read arrays and objects before [`valid`]: serde_json
+    /// parsed them again, as a list of raw values and as a struct of the four fields.
+    fn first_line_parsed(raw: &RawValue, depth: usize, capped: bool) -> Option<String> {
+        let text = raw.get();
+        match text.as_bytes().first()? {
+            b'"' => first_line_of_string(text, capped),
+            b'[' if depth < MAX_DEPTH => {
+                let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+                items
+                    .into_iter()
+                    .find_map(|i| first_line_parsed(i, depth + 1, capped))
+            }
+            b'{' if depth < MAX_DEPTH => {
+                #[derive(Deserialize)]
+                struct Fields<'a> {
+                    #[serde(borrow, default)]
+                    text: Option<&'a RawValue>,
+                    #[serde(borrow, default)]
+                    output: Option<&'a RawValue>,
+                    #[serde(borrow, default)]
+                    content: Option<&'a RawValue>,
+                    #[serde(borrow, default)]
+                    result: Option<&'a RawValue>,
+                }
+                let f: Fields<'_> = serde_json::from_str(text).ok()?;
+                [f.text, f.output, f.content, f.result]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|v| first_line_parsed(v, depth + 1, capped))
+            }
+            _ => None,
+        }
+    }
+
+    /// JSON texts shaped like tool results: strings with line breaks and escapes,
+    /// scalars, and arrays and objects nested a few deep whose names repeat, include the
+    /// four fields, are written with escapes, and are spaced every way JSON allows.
+    fn result_json() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(r#""one\ntwo""#.to_owned()),
+            Just(r#""  \n\n  later line""#.to_owned()),
+            Just(r#""q\"uote \\ back \u00e9 \ud83d\ude00""#.to_owned()),
+            Just(r#""]}{[,:""#.to_owned()),
+            Just(r#""""#.to_owned()),
+            Just("-12.5e3".to_owned()),
+            Just("true".to_owned()),
+            Just("null".to_owned()),
+            "[a-z ]{0,12}".prop_map(|t| format!("\"{t}\"")),
+        ];
+        let blank = prop_oneof![Just(""), Just(" "), Just("\n\t "), Just("\r\n")];
+        leaf.prop_recursive(4, 40, 5, move |inner| {
+            let name = prop_oneof![
+                Just("text"),
+                Just("output"),
+                Just("content"),
+                Just("result"),
+                Just("type"),
+                Just("te\\u0078t"),
+                Just("out\\\"put"),
+                Just("Text"),
+            ];
+            prop_oneof![
+                (proptest::collection::vec((inner.clone(), blank.clone()), 0..5)).prop_map(
+                    |items| format!(
+                        "[{}]",
+                        items
+                            .iter()
+                            .map(|(v, w)| format!("{w}{v}{w}"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                ),
+                (proptest::collection::vec((name, inner, blank.clone()), 0..5)).prop_map(
+                    |members| format!(
+                        "{{{}}}",
+                        members
+                            .iter()
+                            .map(|(k, v, w)| format!("{w}\"{k}\"{w}:{w}{v}{w}"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                ),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+        /// The scanner reads arrays and objects as serde_json's second parse read them.
+        #[test]
+        fn the_scanned_first_line_is_the_parsed_ones(json in result_json()) {
+            let raw: &RawValue = serde_json::from_str(&json).expect("generated JSON");
+            for capped in [false, true] {
+                proptest::prop_assert_eq!(
+                    first_line_of_raw(raw.get(), 0, capped),
+                    first_line_parsed(raw, 0, capped),
+                    "{}", json
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_scanner_splits_valid_json_as_serde_does() {
+        let text = r#"{ "a" : [1, "x\"]", {"b":{}}] , "c\"d":null,"e":-1.5e3 }"#;
+        assert_eq!(
+            valid::members(text),
+            Some(vec![
+                ("a", r#"[1, "x\"]", {"b":{}}]"#),
+                ("c\\\"d", "null"),
+                ("e", "-1.5e3"),
+            ])
+        );
+        assert_eq!(
+            valid::elements(r#"[1, "x\"]", {"b":{}}]"#),
+            Some(vec!["1", r#""x\"]""#, r#"{"b":{}}"#])
+        );
+        assert_eq!(valid::elements(" [ ] ".trim()), Some(vec![]));
+        // What no valid text holds gives `None`, not a panic.
+        for broken in ["{", "[1,", r#"{"a" 1}"#, r#"{"a":"#, "[\"x", "{\"a\":1]"] {
+            let _ = valid::members(broken);
+            let _ = valid::elements(broken);
         }
     }
 
