@@ -525,7 +525,7 @@ fn first_line_of_raw(text: &str, depth: usize, capped: bool) -> Option<String> {
                 if key.contains('\\') {
                     // A name with an escape may still be one of the four: let serde
                     // read the object.
-                    return first_line_of_fields(text, depth, capped);
+                    return first_line_of_fields(text, depth, capped, first_line_of_raw);
                 }
                 if let Some(k) = FIELDS.iter().position(|f| *f == key) {
                     if fields[k].is_some() {
@@ -545,8 +545,13 @@ fn first_line_of_raw(text: &str, depth: usize, capped: bool) -> Option<String> {
 }
 
 /// [`first_line_of_raw`] for an object, read by serde_json as a struct of the four
-/// fields. **O(len)**.
-fn first_line_of_fields(text: &str, depth: usize, capped: bool) -> Option<String> {
+/// fields, each field's value read by `next`. **O(len)**.
+fn first_line_of_fields(
+    text: &str,
+    depth: usize,
+    capped: bool,
+    next: fn(&str, usize, bool) -> Option<String>,
+) -> Option<String> {
     #[derive(Deserialize)]
     struct Fields<'a> {
         #[serde(borrow, default)]
@@ -562,7 +567,7 @@ fn first_line_of_fields(text: &str, depth: usize, capped: bool) -> Option<String
     [f.text, f.output, f.content, f.result]
         .into_iter()
         .flatten()
-        .find_map(|v| first_line_of_raw(v.get(), depth + 1, capped))
+        .find_map(|v| next(v.get(), depth + 1, capped))
 }
 
 /// Walking JSON text that serde_json has already validated (the text of a `RawValue`):
@@ -1047,33 +1052,17 @@ mod tests {
 
     /// `first_line_of_raw` as it read arrays and objects before [`valid`]: serde_json
     /// parsed them again, as a list of raw values and as a struct of the four fields.
-    fn first_line_parsed(raw: &RawValue, depth: usize, capped: bool) -> Option<String> {
-        let text = raw.get();
+    fn first_line_parsed(text: &str, depth: usize, capped: bool) -> Option<String> {
         match text.as_bytes().first()? {
             b'"' => first_line_of_string(text, capped),
             b'[' if depth < MAX_DEPTH => {
                 let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
                 items
                     .into_iter()
-                    .find_map(|i| first_line_parsed(i, depth + 1, capped))
+                    .find_map(|i| first_line_parsed(i.get(), depth + 1, capped))
             }
             b'{' if depth < MAX_DEPTH => {
-                #[derive(Deserialize)]
-                struct Fields<'a> {
-                    #[serde(borrow, default)]
-                    text: Option<&'a RawValue>,
-                    #[serde(borrow, default)]
-                    output: Option<&'a RawValue>,
-                    #[serde(borrow, default)]
-                    content: Option<&'a RawValue>,
-                    #[serde(borrow, default)]
-                    result: Option<&'a RawValue>,
-                }
-                let f: Fields<'_> = serde_json::from_str(text).ok()?;
-                [f.text, f.output, f.content, f.result]
-                    .into_iter()
-                    .flatten()
-                    .find_map(|v| first_line_parsed(v, depth + 1, capped))
+                first_line_of_fields(text, depth, capped, first_line_parsed)
             }
             _ => None,
         }
@@ -1141,7 +1130,7 @@ mod tests {
             for capped in [false, true] {
                 proptest::prop_assert_eq!(
                     first_line_of_raw(raw.get(), 0, capped),
-                    first_line_parsed(raw, 0, capped),
+                    first_line_parsed(raw.get(), 0, capped),
                     "{}", json
                 );
             }
