@@ -422,7 +422,7 @@ def judge(fmt: str, route: str, original: bytes, rewritten: bytes, rc: int, out:
 # same way) share the client's run, and each route judges that run by its own checks.
 # Keyed by (fixture, sha256 of the bytes); the first route to get there runs the client,
 # any other waits for it.
-_RESUMES: dict[tuple[str, str], cf.Future] = {}
+_RESUMES: dict[tuple[str, str], tuple[cf.Future, str]] = {}
 _RESUMES_LOCK = threading.Lock()
 
 
@@ -431,17 +431,16 @@ def resume_once(fmt: str, exe: Path, path: Path, route: str, data: bytes, home: 
     it is."""
     key = (path.name, hashlib.sha256(data).hexdigest())
     with _RESUMES_LOCK:
-        fut = _RESUMES.get(key)
-        first = fut is None
+        first = key not in _RESUMES
         if first:
-            fut = _RESUMES[key] = cf.Future()
-            fut.route = route  # type: ignore[attr-defined]
+            _RESUMES[key] = (cf.Future(), route)
+        fut, ran_as = _RESUMES[key]
     if first:
         try:
             fut.set_result(run_client(fmt, exe, data, home))
         except BaseException as e:
             fut.set_exception(e)
-    return fut.result(), fut.route  # type: ignore[attr-defined]
+    return fut.result(), ran_as
 
 
 def run_one(bins: dict[str, Path], bin_: Path, fmt: str, path: Path, route: str, total: int, runs: Path, keep: bool,
