@@ -616,7 +616,7 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
         },
         BlockKind::Result { id, server: false } => Block::Result {
             id: CallId::from(needs_id(id, b.kind(), "a tool_use_id").map_err(at)?),
-            first_line: result_line(b.content),
+            first_line: result_line(b.content.map(RawValue::get)),
         },
         BlockKind::Thinking { .. } => Block::Reasoning,
         BlockKind::Compaction => Block::Compaction,

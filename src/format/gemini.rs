@@ -158,7 +158,7 @@ pub(crate) fn content<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
             }
             (None, Some(resp)) => Block::Result {
                 id: id_or_placeholder(opt_str(&resp.id), opt_str(&resp.name).unwrap_or_default()),
-                first_line: result_line(resp.response),
+                first_line: result_line(resp.response.map(RawValue::get)),
             },
             (None, None) if part.thought == Some(true) => Block::Reasoning,
             // A user turn's text holding cutpoint's ledger is an earlier summary.

@@ -12,6 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::json_doc::valid::Cursor;
 use super::json_doc::{Inline, Items, JsonStr, array_around, describe, opt_str, result_line};
 use super::{Block, Parsed, Role, TokenCounter, gemini, summary_in};
 use crate::CallId;
@@ -31,6 +32,262 @@ struct Msg<'a> {
 /// The message types of a Gemini CLI session.
 pub(crate) const TYPES: [&str; 5] = ["user", "gemini", "info", "error", "warning"];
 
+/// A message as the reader sees it: each member's JSON text, its calls taken apart.
+/// Read by [`Read::scanned`] in one walk of the text, or by serde_json
+/// ([`Read::parsed`], the definition, for what the walk does not take).
+#[derive(Debug, PartialEq)]
+struct Read<'a> {
+    role: Role,
+    content: Option<&'a str>,
+    thoughts: Option<&'a str>,
+    calls: Vec<CallRead<'a>>,
+}
+
+/// A `toolCalls` entry as the reader sees it.
+#[derive(Debug, PartialEq)]
+struct CallRead<'a> {
+    /// The entry's JSON text.
+    raw: &'a str,
+    name: Option<JsonStr<'a>>,
+    id: Option<JsonStr<'a>>,
+    args: Option<&'a str>,
+    /// The `result`'s JSON text; `None` when absent or `null`.
+    result: Option<&'a str>,
+    /// The result's parts (the elements of an array, else the result itself), each
+    /// with its `functionResponse`'s id and `response` when the part reads as a
+    /// Gemini part that has one.
+    parts: Vec<(&'a str, Option<Answer<'a>>)>,
+}
+
+/// A part's `functionResponse`: its id and its `response`'s JSON text.
+type Answer<'a> = (Option<JsonStr<'a>>, Option<&'a str>);
+
+/// The role a message type gives. **O(1)**.
+fn role_of(kind: Option<&str>) -> Result<Role, String> {
+    match kind {
+        Some("user") => Ok(Role::User),
+        Some("gemini") => Ok(Role::Assistant),
+        Some("info" | "error" | "warning") => Ok(Role::System),
+        other => Err(format!("unknown message type {other:?}")),
+    }
+}
+
+impl<'a> Read<'a> {
+    /// The message `text`, which must be valid JSON (an element of the document
+    /// serde_json split), walked once with [`Cursor`]: `None` for anything the walk
+    /// leaves to [`Read::parsed`] (a name or id written with escapes, a member
+    /// given twice, a value of a type the struct would refuse, streamed
+    /// `partialArgs`, a `functionCall` part, an unknown message type), which then
+    /// reads it, errors included. When it gives a `Read`, it is the one `parsed`
+    /// gives (`tests::the_walk_reads_what_serde_reads`). **O(len)**, each byte
+    /// passed once (the parts' `functionResponse.response` too).
+    fn scanned(text: &'a str) -> Option<Read<'a>> {
+        let (mut kind, mut content, mut thoughts, mut calls) = (None, None, None, None);
+        Cursor::new(text).object(|key, c| {
+            match key {
+                "type" => once(&mut kind, c.plain_str()?)?,
+                "content" => once(&mut content, non_null(c.value()?))?,
+                "thoughts" => once(&mut thoughts, non_null(c.value()?))?,
+                "toolCalls" => {
+                    let mut read = Vec::new();
+                    if c.peek()? == b'n' {
+                        c.value()?;
+                    } else {
+                        c.array(|c| {
+                            read.push(CallRead::scanned(c)?);
+                            Some(())
+                        })?;
+                    }
+                    once(&mut calls, Some(read))?;
+                }
+                // A name with escapes may be one of the above: serde reads it.
+                _ if key.contains('\\') => return None,
+                _ => {
+                    c.value()?;
+                }
+            }
+            Some(())
+        })?;
+        Some(Read {
+            role: role_of(kind.flatten()).ok()?,
+            content: content.flatten(),
+            thoughts: thoughts.flatten(),
+            calls: calls.flatten().unwrap_or_default(),
+        })
+    }
+
+    /// The message `text` read by serde_json: the definition of a message, and the
+    /// reading of what [`Read::scanned`] leaves. **O(len)**, a call's bytes
+    /// passed three or four times.
+    ///
+    /// # Errors
+    /// What is wrong, as serde_json says it (`toolCalls.K` for call `K`), or an
+    /// unknown message type.
+    fn parsed(text: &'a str) -> Result<Read<'a>, String> {
+        let msg: Msg<'a> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+        let role = role_of(opt_str(&msg.kind))?;
+        let mut calls = Vec::new();
+        for (k, raw) in msg.tool_calls.unwrap_or_default().into_iter().enumerate() {
+            let (call, parts) = read_call(raw.get(), k)?;
+            let parts = parts
+                .into_iter()
+                .map(|part| {
+                    let answer = match serde_json::from_str::<gemini::Part<'_>>(part) {
+                        Ok(gemini::Part {
+                            response: Some(r), ..
+                        }) => Some((r.id, r.response.map(RawValue::get))),
+                        _ => None,
+                    };
+                    (part, answer)
+                })
+                .collect();
+            calls.push(CallRead {
+                raw: raw.get(),
+                name: call.name,
+                id: call.id,
+                args: call.args.map(RawValue::get),
+                result: call.result,
+                parts,
+            });
+        }
+        Ok(Read {
+            role,
+            content: msg.content.map(RawValue::get),
+            thoughts: msg.thoughts.map(RawValue::get),
+            calls,
+        })
+    }
+}
+
+impl<'a> CallRead<'a> {
+    /// The `toolCalls` entry at `c`, walked as [`Read::scanned`] walks a message.
+    fn scanned(c: &mut Cursor<'a>) -> Option<CallRead<'a>> {
+        let (mut name, mut id, mut args, mut result) = (None, None, None, None);
+        let (mut partial, mut will_continue) = (None, None);
+        let mut parts = Vec::new();
+        let raw = c.object(|key, c| {
+            match key {
+                "name" => once(&mut name, c.plain_str()?.map(JsonStr::borrowed))?,
+                "id" => once(&mut id, c.plain_str()?.map(JsonStr::borrowed))?,
+                "args" => once(&mut args, non_null(c.value()?))?,
+                // Streamed arguments are not a session's: the struct reads them.
+                "partialArgs" => once(&mut partial, (c.value()? == "null").then_some(())?)?,
+                "willContinue" => once(&mut will_continue, boolean(c.value()?)?)?,
+                "result" => {
+                    let text = if c.peek()? == b'[' {
+                        c.array(|c| {
+                            parts.push(part_answer(c)?);
+                            Some(())
+                        })?
+                    } else if c.peek()? == b'n' {
+                        c.value()?
+                    } else {
+                        let part = part_answer(c)?;
+                        let text = part.0;
+                        parts.push(part);
+                        text
+                    };
+                    once(&mut result, non_null(text))?;
+                }
+                _ if key.contains('\\') => return None,
+                _ => {
+                    c.value()?;
+                }
+            }
+            Some(())
+        })?;
+        Some(CallRead {
+            raw,
+            name: name.flatten(),
+            id: id.flatten(),
+            args: args.flatten(),
+            result: result.flatten(),
+            parts,
+        })
+    }
+}
+
+/// The part at `c`, moved past: its text, and its `functionResponse`'s id and
+/// response as [`gemini::Part`] reads them (`None`: the part has none, or does not
+/// read as a part); `None` when the walk leaves the part to serde (an array, which
+/// serde may read as a struct; a `functionCall`; a member given twice; a name with
+/// escapes; a response that is no object).
+fn part_answer<'a>(c: &mut Cursor<'a>) -> Option<(&'a str, Option<Answer<'a>>)> {
+    match c.peek()? {
+        b'{' => {}
+        b'[' => return None,
+        // A string, number or null is no part: serde refuses it.
+        _ => return Some((c.value()?, None)),
+    }
+    let mut seen = [false; 7];
+    let mut response = None;
+    let text = c.object(|key, c| {
+        let slot = match key {
+            "text" => 0,
+            "thought" => 1,
+            "thoughtSignature" | "thought_signature" => 2,
+            "functionCall" | "function_call" => 3,
+            "functionResponse" | "function_response" => 4,
+            "executableCode" => 5,
+            "codeExecutionResult" => 6,
+            _ if key.contains('\\') => return None,
+            _ => {
+                c.value()?;
+                return Some(());
+            }
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            1 => boolean(c.value()?).map(drop)?,
+            3 => (c.value()? == "null").then_some(())?,
+            4 if c.peek()? == b'{' => response = Some(answer(c)?),
+            4 => (c.value()? == "null").then_some(())?,
+            _ => drop(c.value()?),
+        }
+        Some(())
+    })?;
+    Some((text, response))
+}
+
+/// The `functionResponse` object at `c`, as [`gemini::Response`] reads it.
+fn answer<'a>(c: &mut Cursor<'a>) -> Option<Answer<'a>> {
+    let (mut name, mut id, mut response) = (None, None, None);
+    c.object(|key, c| {
+        match key {
+            "name" => once(&mut name, c.plain_str()?.map(drop))?,
+            "id" => once(&mut id, c.plain_str()?.map(JsonStr::borrowed))?,
+            "response" => once(&mut response, non_null(c.value()?))?,
+            _ if key.contains('\\') => return None,
+            _ => drop(c.value()?),
+        }
+        Some(())
+    })?;
+    Some((id.flatten(), response.flatten()))
+}
+
+/// Sets a member read once: `None` (left to serde, which refuses a member given
+/// twice) when it was set already. **O(1)**.
+fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    slot.is_none().then(|| *slot = Some(value))
+}
+
+/// A value's text, `None` for `null` (an optional member's reading of it).
+fn non_null(text: &str) -> Option<&str> {
+    (text != "null").then_some(text)
+}
+
+/// An optional `bool` member's text read: `None` when serde would refuse it.
+fn boolean(text: &str) -> Option<Option<bool>> {
+    match text {
+        "true" => Some(Some(true)),
+        "false" => Some(Some(false)),
+        "null" => Some(None),
+        _ => None,
+    }
+}
+
 /// Parses message `index` of a session. A call without an id gets `name#index.k`
 /// (call `k` of the message); a response without one answers its own call.
 /// **O(len)**.
@@ -39,67 +296,59 @@ pub(crate) fn message<'a>(
     index: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Parsed<'a>, String> {
-    let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
-    let role = match opt_str(&msg.kind) {
-        Some("user") => Role::User,
-        Some("gemini") => Role::Assistant,
-        Some("info" | "error" | "warning") => Role::System,
-        other => return Err(format!("unknown message type {other:?}")),
+    let msg = match Read::scanned(text) {
+        Some(read) => read,
+        None => Read::parsed(text)?,
     };
+    let role = msg.role;
     let mut blocks = Vec::new();
-    if let Some(t) = msg.thoughts.filter(|t| !matches!(t.get(), "null" | "[]")) {
-        blocks.push((Block::Reasoning, counter.count_json(t.get()), t.get()));
+    if let Some(t) = msg.thoughts.filter(|t| !matches!(*t, "null" | "[]")) {
+        blocks.push((Block::Reasoning, counter.count_json(t), t));
     }
     if let Some(c) = msg
         .content
-        .filter(|c| !matches!(c.get(), "null" | "\"\"" | "[]"))
+        .filter(|c| !matches!(*c, "null" | "\"\"" | "[]"))
     {
         let block = match role {
-            Role::User => summary_in(c.get()).unwrap_or(Block::Text),
+            Role::User => summary_in(c).unwrap_or(Block::Text),
             _ => Block::Text,
         };
-        blocks.push((block, counter.count_json(c.get()), c.get()));
+        blocks.push((block, counter.count_json(c), c));
     }
-    let calls = msg.tool_calls.unwrap_or_default();
     let mut results = Vec::new();
-    for (k, raw) in calls.into_iter().enumerate() {
-        let (call, parts) = read_call(raw.get(), k)?;
+    for (k, call) in msg.calls.into_iter().enumerate() {
         let name = opt_str(&call.name).unwrap_or_default();
         let id = opt_str(&call.id)
             .filter(|id| !id.is_empty())
             .map_or_else(|| gemini::placeholder_id(name, index, k), CallId::from);
         // The call's own bytes: the record without its result.
         let call_tokens = counter
-            .count_json(raw.get())
+            .count_json(call.raw)
             .saturating_sub(call.result.map_or(0, |r| counter.count_json(r)));
         blocks.push((
             Block::Call {
                 id: id.clone(),
                 name: name.to_owned(),
-                arguments: call.args.map(|a| a.get().to_owned()).unwrap_or_default(),
+                arguments: call.args.map(str::to_owned).unwrap_or_default(),
             },
             call_tokens.max(1),
-            raw.get(),
+            call.raw,
         ));
-        let Some(result) = call.result.filter(|r| *r != "null") else {
+        let Some(result) = call.result else {
             continue;
         };
         let mut answered = false;
-        for &part in &parts {
-            let Ok(gemini::Part {
-                response: Some(response),
-                ..
-            }) = serde_json::from_str::<gemini::Part<'_>>(part)
-            else {
+        for (part, answer) in call.parts {
+            let Some((answers, response)) = answer else {
                 continue;
             };
-            let answers = opt_str(&response.id)
+            let answers = opt_str(&answers)
                 .filter(|r| !r.is_empty())
                 .map_or_else(|| id.clone(), CallId::from);
             results.push((
                 Block::Result {
                     id: answers,
-                    first_line: result_line(response.response),
+                    first_line: result_line(response),
                 },
                 counter.count_json(part),
                 part,
@@ -109,11 +358,10 @@ pub(crate) fn message<'a>(
         if !answered {
             // A result without a functionResponse part (text, a string): still the
             // call's answer.
-            let raw = serde_json::from_str::<&RawValue>(result).ok();
             results.push((
                 Block::Result {
                     id,
-                    first_line: result_line(raw),
+                    first_line: result_line(Some(result)),
                 },
                 counter.count_json(result),
                 result,
@@ -170,11 +418,11 @@ mod tests {
     use super::*;
 
     /// A call's name, its result's text and the result's parts.
-    type Read<'a> = (Option<String>, Option<&'a str>, Vec<&'a str>);
+    type CallParts<'a> = (Option<String>, Option<&'a str>, Vec<&'a str>);
 
     /// What `read_call` gave before it had a one-pass case: the call with its result
     /// raw, then the result's array read again.
-    fn two_passes(raw: &str) -> Result<Read<'_>, String> {
+    fn two_passes(raw: &str) -> Result<CallParts<'_>, String> {
         let call: gemini::Call<'_> = serde_json::from_str(raw).map_err(|e| describe(&e))?;
         let result = call.result.map(RawValue::get);
         let parts = match result {
@@ -210,6 +458,196 @@ mod tests {
                 (Err(a), Err(b)) => assert!(a.ends_with(&b), "{raw}: {a} / {b}"),
                 (a, b) => panic!("{raw}: {a:?} / {b:?}"),
             }
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// One of `options`, as a strategy of JSON texts.
+    fn one_of(options: &[&'static str]) -> impl Strategy<Value = String> + use<> {
+        proptest::sample::select(options.to_vec()).prop_map(str::to_owned)
+    }
+
+    /// Mostly one of `usual`, at times one of `odd` (what the walk leaves to serde,
+    /// or what serde refuses): so that most generated messages are walked whole.
+    fn mostly(
+        usual: &[&'static str],
+        odd: &[&'static str],
+    ) -> impl Strategy<Value = String> + use<> {
+        prop_oneof![40 => one_of(usual), 1 => one_of(odd)]
+    }
+
+    /// An object of `members` (name, value), in any order, at times with one
+    /// member given twice, blanks between the tokens at times.
+    fn object(members: Vec<BoxedStrategy<(String, String)>>) -> impl Strategy<Value = String> {
+        let blank = mostly(&["", " "], &["\n  ", "\t"]);
+        (
+            members
+                .into_iter()
+                .map(|m| proptest::option::weighted(0.75, m))
+                .collect::<Vec<_>>()
+                .prop_shuffle(),
+            any::<proptest::sample::Index>(),
+            proptest::bool::weighted(0.01),
+            blank,
+        )
+            .prop_map(|(members, twice, dup, w)| {
+                let mut members: Vec<(String, String)> = members.into_iter().flatten().collect();
+                if dup && !members.is_empty() {
+                    let again = members[twice.index(members.len())].clone();
+                    members.push(again);
+                }
+                let body: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!("{w}\"{k}\"{w}:{w}{v}"))
+                    .collect();
+                format!("{{{}{w}}}", body.join(","))
+            })
+    }
+
+    fn member(
+        names: impl Strategy<Value = String> + 'static,
+        value: impl Strategy<Value = String> + 'static,
+    ) -> BoxedStrategy<(String, String)> {
+        (names, value).boxed()
+    }
+
+    fn array(item: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        proptest::collection::vec(item, 0..4).prop_map(|items| format!("[{}]", items.join(", ")))
+    }
+
+    fn string() -> impl Strategy<Value = String> + use<> {
+        mostly(
+            &[
+                "\"c1\"",
+                "\"\"",
+                "\"ls\"",
+                "null",
+                "\"list_directory-17646-6b5d\"",
+            ],
+            &["\"c\\u0031\"", "\"Listed 5\\nitems\"", "7", "{}"],
+        )
+    }
+
+    fn value() -> impl Strategy<Value = String> + use<> {
+        one_of(&[
+            "\"c1\"",
+            "null",
+            "\"a\\\"b\"",
+            "\"a\\\\\"",
+            "\"\\\\\\\"\\\\\"",
+            "{}",
+            "{\"output\":\"a\\nb\"}",
+            "[1, {\"x\": [\"]\"]}]",
+            "true",
+            "-1.5e3",
+        ])
+    }
+
+    fn part() -> impl Strategy<Value = String> {
+        let response = object(vec![
+            member(one_of(&["id"]), string()),
+            member(one_of(&["name"]), string()),
+            member(one_of(&["response"]), value()),
+            member(mostly(&["extra"], &["i\\u0064"]), value()),
+        ]);
+        let response = prop_oneof![40 => response, 1 => one_of(&["null", "[\"ls\", {}]", "\"x\""])];
+        let part = object(vec![
+            member(
+                mostly(&["functionResponse"], &["function_response"]),
+                response,
+            ),
+            member(one_of(&["text"]), value()),
+            member(
+                one_of(&["thought"]),
+                mostly(&["true", "false", "null"], &["\"yes\""]),
+            ),
+            member(one_of(&["thoughtSignature", "thought_signature"]), string()),
+            member(
+                mostly(&["functionCall"], &["function_call"]),
+                mostly(&["null"], &["{\"name\":\"ls\"}"]),
+            ),
+            member(
+                one_of(&["executableCode", "codeExecutionResult", "other"]),
+                value(),
+            ),
+        ]);
+        prop_oneof![
+            40 => part,
+            1 => one_of(&["\"text\"", "null", "3", "[null, null, null, null, {\"id\": \"x\"}]"]),
+        ]
+    }
+
+    fn call() -> impl Strategy<Value = String> {
+        let result = prop_oneof![
+            6 => array(part()),
+            2 => part(),
+            1 => one_of(&["null", "[]", "\"done\""]),
+        ];
+        let call = object(vec![
+            member(one_of(&["id"]), string()),
+            member(one_of(&["name"]), string()),
+            member(one_of(&["args"]), value()),
+            member(one_of(&["result"]), result),
+            member(one_of(&["partialArgs"]), mostly(&["null"], &["[]"])),
+            member(
+                one_of(&["willContinue"]),
+                mostly(&["true", "false", "null"], &["1"]),
+            ),
+            member(mostly(&["status", "displayName"], &["n\\u0061me"]), value()),
+        ]);
+        prop_oneof![40 => call, 1 => one_of(&["[\"ls\", \"c1\"]", "{}"])]
+    }
+
+    fn message() -> impl Strategy<Value = String> {
+        let kind = mostly(
+            &[
+                "\"user\"",
+                "\"gemini\"",
+                "\"info\"",
+                "\"error\"",
+                "\"warning\"",
+            ],
+            &["\"bogus\"", "null", "\"gem\\u0069ni\"", "3"],
+        );
+        let calls = prop_oneof![40 => array(call()), 1 => one_of(&["null", "\"x\"", "[]"])];
+        prop_oneof![
+            40 => object(vec![
+                member(one_of(&["type"]), kind),
+                member(one_of(&["content"]), prop_oneof![value(), one_of(&["\"\"", "[]"])]),
+                member(one_of(&["thoughts"]), prop_oneof![value(), one_of(&["[]"])]),
+                member(one_of(&["toolCalls"]), calls),
+                member(mostly(&["id", "timestamp"], &["t\\u0079pe"]), value()),
+            ]),
+            1 => one_of(&["[\"gemini\"]", "[]"]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        /// Whatever the one walk reads, serde_json reads the same; what it leaves,
+        /// serde reads (errors included).
+        #[test]
+        fn the_walk_reads_what_serde_reads(text in message()) {
+            let _: &RawValue = serde_json::from_str(&text).expect("generated JSON");
+            if let Some(walked) = Read::scanned(&text) {
+                prop_assert_eq!(Ok(walked), Read::parsed(&text), "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_walk_reads_the_real_session_whole() {
+        let text = include_str!(
+            "../../tests/fixtures/transcripts/gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json"
+        );
+        let doc = crate::format::json_doc::split(text, crate::format::Format::GeminiCli)
+            .expect("the fixture reads");
+        assert!(!doc.elements.is_empty());
+        for raw in doc.elements {
+            let walked = Read::scanned(raw.get());
+            assert!(walked.is_some(), "left to serde: {}", raw.get());
+            assert_eq!(walked.ok_or(String::new()), Read::parsed(raw.get()));
         }
     }
 }

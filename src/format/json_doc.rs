@@ -420,9 +420,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for InlineContent<'a> {
 /// rejects exactly what `String` does (with the same error messages), without
 /// allocating for plain strings. (`Option<Cow<str>>` would always allocate: serde
 /// borrows a `Cow` only as a direct field.)
+#[derive(Debug, PartialEq)]
 pub(crate) struct JsonStr<'a>(Cow<'a, str>);
 
-impl JsonStr<'_> {
+impl<'a> JsonStr<'a> {
+    /// The contents of a string literal written without escapes. **O(1)**.
+    pub(crate) fn borrowed(plain: &'a str) -> JsonStr<'a> {
+        JsonStr(Cow::Borrowed(plain))
+    }
+
     /// The string. **O(1)**.
     pub(crate) fn as_str(&self) -> &str {
         &self.0
@@ -471,12 +477,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
 ///
 /// With `capped`, a string whose first line is long may come back as the line a unit
 /// keeps of it ([`capped_line`]).
-fn first_line_with(raw: Option<&RawValue>, capped: bool) -> String {
+fn first_line_with(raw: Option<&str>, capped: bool) -> String {
     let Some(raw) = raw else {
         return String::new();
     };
-    first_line_of_raw(raw.get(), 0, capped)
-        .unwrap_or_else(|| raw.get().lines().next().unwrap_or("").to_owned())
+    first_line_of_raw(raw, 0, capped).unwrap_or_else(|| raw.lines().next().unwrap_or("").to_owned())
 }
 
 /// The first line of a tool result's content as every summary unit keeps it
@@ -484,20 +489,21 @@ fn first_line_with(raw: Option<&RawValue>, capped: bool) -> String {
 /// trimmed and capped), read as [`first_line_with`] reads it: only the first line is
 /// unescaped, unless the content starts with blank lines, and of a long first line
 /// only the first [`LINE_WINDOW`] bytes when they decide it. **O(min(first line,
-/// LINE_WINDOW))** in the usual case.
-pub(crate) fn result_line(raw: Option<&RawValue>) -> String {
+/// LINE_WINDOW))** in the usual case. `raw` is the content's JSON text, which must
+/// be valid JSON (a [`RawValue`]'s, or a value of a text serde_json validated).
+pub(crate) fn result_line(raw: Option<&str>) -> String {
     result_line_with(raw, true)
 }
 
 /// [`result_line`]; without `capped`, every first line is unescaped whole.
-fn result_line_with(raw: Option<&RawValue>, capped: bool) -> String {
+fn result_line_with(raw: Option<&str>, capped: bool) -> String {
     // A capped line ("…" after its first characters) is its own unit line.
     let line = first_line_with(raw, capped);
     if !line.trim().is_empty() {
         return crate::compact::first_line(&line);
     }
     // Blank first lines: the line a unit keeps lies further in, so read the text.
-    match raw.map(|r| serde_json::from_str::<String>(r.get())) {
+    match raw.map(serde_json::from_str::<String>) {
         Some(Ok(text)) => crate::compact::first_line(&text),
         _ => String::new(),
     }
@@ -575,17 +581,26 @@ fn first_line_of_fields(
 /// strings skipped by `memchr` and nothing checked twice. On anything a valid text
 /// cannot hold the walk gives `None` (never a panic), and the caller reads the text the
 /// slow way or gives up.
-mod valid {
+pub(crate) mod valid {
     /// The index past the string whose opening quote is at `i`. **O(len)** of the
     /// string.
-    fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
-        i += 1;
+    ///
+    /// One search per quote, not per escape: a quote ends the string when an even
+    /// number of backslashes stands before it (the opening quote, no backslash,
+    /// bounds the count), so a text dense with `\n` costs no more than a plain one.
+    fn string_end(b: &[u8], start: usize) -> Option<usize> {
+        let mut i = start + 1;
         loop {
-            i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
-            if b[i] == b'"' {
-                return Some(i + 1);
+            let quote = i + memchr::memchr(b'"', b.get(i..)?)?;
+            let escapes = b[start + 1..quote]
+                .iter()
+                .rev()
+                .take_while(|&&c| c == b'\\')
+                .count();
+            if escapes % 2 == 0 {
+                return Some(quote + 1);
             }
-            i += 2;
+            i = quote + 1;
         }
     }
 
@@ -632,51 +647,149 @@ mod valid {
         }
     }
 
-    /// The values of the comma-separated list that starts at `i` (past its `[` or
-    /// `{`) and ends at `close`, each after its key when `keyed`: (key text without
-    /// its quotes, value text). **O(len)**.
-    fn list(text: &str, keyed: bool, close: u8) -> Option<Vec<(&str, &str)>> {
-        let b = text.as_bytes();
-        let mut out = Vec::new();
-        let mut i = skip_blanks(b, 1);
-        if b.get(i) == Some(&close) {
-            return Some(out);
+    /// A reading position in a valid JSON text (a [`RawValue`](serde_json::value::RawValue)'s,
+    /// or an element [`split`](super::split) took from a document serde_json read): a
+    /// pull reader that walks the text once, descending into the values a reader
+    /// wants and skipping the rest, with every value's text at hand. Nothing is
+    /// checked that a valid text always has right; anything a valid text cannot hold
+    /// ends the walk with `None`, never a panic (so on invalid text the answer may
+    /// be wrong, never unsafe). The cursor always rests on a value or a delimiter,
+    /// never on whitespace.
+    pub(crate) struct Cursor<'a> {
+        text: &'a str,
+        i: usize,
+    }
+
+    impl<'a> Cursor<'a> {
+        /// A cursor on the value `text` holds. **O(leading blanks)**.
+        pub(crate) fn new(text: &'a str) -> Cursor<'a> {
+            Cursor {
+                text,
+                i: skip_blanks(text.as_bytes(), 0),
+            }
         }
-        loop {
-            let mut key = "";
-            if keyed {
-                let end = string_end(b, i)?;
-                key = text.get(i + 1..end - 1)?;
-                i = skip_blanks(b, end);
-                if b.get(i) != Some(&b':') {
+
+        /// The first byte of the value at the cursor. **O(1)**.
+        pub(crate) fn peek(&self) -> Option<u8> {
+            self.text.as_bytes().get(self.i).copied()
+        }
+
+        /// Moves past the value at the cursor and gives its text. **O(len)** of
+        /// the value.
+        pub(crate) fn value(&mut self) -> Option<&'a str> {
+            let b = self.text.as_bytes();
+            let start = self.i;
+            let end = value_end(b, start)?;
+            self.i = skip_blanks(b, end);
+            self.text.get(start..end)
+        }
+
+        /// The value at the cursor when it is a string written without escapes (its
+        /// contents, between the quotes), or `null` (`Some(None)`); `None` for
+        /// anything else, which the caller reads some other way. **O(len)** of the
+        /// string.
+        pub(crate) fn plain_str(&mut self) -> Option<Option<&'a str>> {
+            let text = self.value()?;
+            if text == "null" {
+                return Some(None);
+            }
+            let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+            (!inner.contains('\\')).then_some(Some(inner))
+        }
+
+        /// Walks the object at the cursor: `member` is given each name as written
+        /// (without its quotes, escapes as they are) with the cursor on its value,
+        /// which it must move past (by [`value`](Self::value) or by descending into
+        /// it). Gives the object's text. `None` if the value is no object, or
+        /// `member` gives `None` or leaves the cursor anywhere but past one value.
+        /// **O(len)** of the object.
+        pub(crate) fn object(
+            &mut self,
+            mut member: impl FnMut(&'a str, &mut Cursor<'a>) -> Option<()>,
+        ) -> Option<&'a str> {
+            let start = self.i;
+            let end = self.list(b'{', b'}', |c| {
+                let b = c.text.as_bytes();
+                let end = string_end(b, c.i)?;
+                let key = c.text.get(c.i + 1..end - 1)?;
+                c.i = skip_blanks(b, end);
+                if b.get(c.i) != Some(&b':') {
                     return None;
                 }
-                i = skip_blanks(b, i + 1);
+                c.i = skip_blanks(b, c.i + 1);
+                member(key, c)
+            })?;
+            self.text.get(start..end)
+        }
+
+        /// Walks the array at the cursor: `element` is called with the cursor on each
+        /// element, which it must move past. Gives the array's text. `None` as for
+        /// [`object`](Self::object). **O(len)** of the array.
+        pub(crate) fn array(
+            &mut self,
+            element: impl FnMut(&mut Cursor<'a>) -> Option<()>,
+        ) -> Option<&'a str> {
+            let start = self.i;
+            let end = self.list(b'[', b']', element)?;
+            self.text.get(start..end)
+        }
+
+        /// The comma-separated list between `open` and `close` at the cursor, each
+        /// item read by `item`; the cursor ends past `close` and the blanks after
+        /// it, and the index past `close` is returned.
+        fn list(
+            &mut self,
+            open: u8,
+            close: u8,
+            mut item: impl FnMut(&mut Cursor<'a>) -> Option<()>,
+        ) -> Option<usize> {
+            let b = self.text.as_bytes();
+            if b.get(self.i) != Some(&open) {
+                return None;
             }
-            let end = value_end(b, i)?;
-            out.push((key, text.get(i..end)?));
-            i = skip_blanks(b, end);
-            match *b.get(i)? {
-                b',' => i = skip_blanks(b, i + 1),
-                c if c == close => return Some(out),
-                _ => return None,
+            self.i = skip_blanks(b, self.i + 1);
+            if b.get(self.i) == Some(&close) {
+                let end = self.i + 1;
+                self.i = skip_blanks(b, end);
+                return Some(end);
+            }
+            loop {
+                let at = self.i;
+                item(self)?;
+                if self.i == at {
+                    return None;
+                }
+                match *b.get(self.i)? {
+                    b',' => self.i = skip_blanks(b, self.i + 1),
+                    c if c == close => {
+                        let end = self.i + 1;
+                        self.i = skip_blanks(b, end);
+                        return Some(end);
+                    }
+                    _ => return None,
+                }
             }
         }
     }
 
     /// The members of the object `text`: (name as written, without quotes; value).
-    pub(super) fn members(text: &str) -> Option<Vec<(&str, &str)>> {
-        list(text, true, b'}')
+    pub(crate) fn members(text: &str) -> Option<Vec<(&str, &str)>> {
+        let mut out = Vec::new();
+        Cursor::new(text).object(|key, c| {
+            out.push((key, c.value()?));
+            Some(())
+        })?;
+        Some(out)
     }
 
     /// The elements of the array `text`.
-    pub(super) fn elements(text: &str) -> Option<Vec<&str>> {
-        Some(
-            list(text, false, b']')?
-                .into_iter()
-                .map(|(_, v)| v)
-                .collect(),
-        )
+    pub(crate) fn elements(text: &str) -> Option<Vec<&str>> {
+        let mut out = Vec::new();
+        Cursor::new(text).array(|c| {
+            out.push(c.value()?);
+            Some(())
+        })?;
+        Some(out)
     }
 }
 
@@ -854,7 +967,7 @@ mod tests {
 
     fn first(json: &str) -> String {
         let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
-        first_line_with(Some(raw), false)
+        first_line_with(Some(raw.get()), false)
     }
 
     /// The two-pass reading `split` replaced: the array as raw text, then its elements.
@@ -992,7 +1105,7 @@ mod tests {
     fn result_lines_are_the_units_first_lines() {
         let unit = |json: &str| {
             let raw: &RawValue = serde_json::from_str(json).expect("test JSON");
-            result_line(Some(raw))
+            result_line(Some(raw.get()))
         };
         assert_eq!(unit(r#""  Sunny  \nUV 5""#), "Sunny");
         assert_eq!(unit(r#""\n\n  second\nthird""#), "second");
@@ -1042,8 +1155,8 @@ mod tests {
             for json in [lit.clone(), format!("{{\"output\":{lit}}}")] {
                 let raw: &RawValue = serde_json::from_str(&json).expect("a literal");
                 proptest::prop_assert_eq!(
-                    result_line_with(Some(raw), true),
-                    result_line_with(Some(raw), false),
+                    result_line_with(Some(raw.get()), true),
+                    result_line_with(Some(raw.get()), false),
                     "{}", json
                 );
             }
@@ -1078,6 +1191,8 @@ mod tests {
             Just(r#""  \n\n  later line""#.to_owned()),
             Just(r#""q\"uote \\ back \u00e9 \ud83d\ude00""#.to_owned()),
             Just(r#""]}{[,:""#.to_owned()),
+            Just(r#""ends in a backslash \\""#.to_owned()),
+            Just(r#""\\\"\\\\""#.to_owned()),
             Just(r#""""#.to_owned()),
             Just("-12.5e3".to_owned()),
             Just("true".to_owned()),

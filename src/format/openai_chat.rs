@@ -64,7 +64,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         if ids.is_empty() || ids.iter().any(String::is_empty) {
             return Err("tool message with an empty tool_call_id".to_owned());
         }
-        let first_line = result_line(msg.content);
+        let first_line = result_line(msg.content.map(RawValue::get));
         let share = counter.count_json(text).div_ceil(ids.len() as u64);
         for id in ids {
             blocks.push((

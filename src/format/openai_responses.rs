@@ -182,7 +182,7 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         },
         ItemKind::Result { id, output } => Block::Result {
             id: CallId::from(id),
-            first_line: result_line(output),
+            first_line: result_line(output.map(RawValue::get)),
         },
         ItemKind::Control(c) => Block::Control(c),
         ItemKind::Reasoning => Block::Reasoning,
