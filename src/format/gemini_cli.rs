@@ -461,60 +461,8 @@ mod tests {
         }
     }
 
+    use crate::format::json_doc::generate::{array, member, mostly, object, one_of};
     use proptest::prelude::*;
-
-    /// One of `options`, as a strategy of JSON texts.
-    fn one_of(options: &[&'static str]) -> impl Strategy<Value = String> + use<> {
-        proptest::sample::select(options.to_vec()).prop_map(str::to_owned)
-    }
-
-    /// Mostly one of `usual`, at times one of `odd` (what the walk leaves to serde,
-    /// or what serde refuses): so that most generated messages are walked whole.
-    fn mostly(
-        usual: &[&'static str],
-        odd: &[&'static str],
-    ) -> impl Strategy<Value = String> + use<> {
-        prop_oneof![40 => one_of(usual), 1 => one_of(odd)]
-    }
-
-    /// An object of `members` (name, value), in any order, at times with one
-    /// member given twice, blanks between the tokens at times.
-    fn object(members: Vec<BoxedStrategy<(String, String)>>) -> impl Strategy<Value = String> {
-        let blank = mostly(&["", " "], &["\n  ", "\t"]);
-        (
-            members
-                .into_iter()
-                .map(|m| proptest::option::weighted(0.75, m))
-                .collect::<Vec<_>>()
-                .prop_shuffle(),
-            any::<proptest::sample::Index>(),
-            proptest::bool::weighted(0.01),
-            blank,
-        )
-            .prop_map(|(members, twice, dup, w)| {
-                let mut members: Vec<(String, String)> = members.into_iter().flatten().collect();
-                if dup && !members.is_empty() {
-                    let again = members[twice.index(members.len())].clone();
-                    members.push(again);
-                }
-                let body: Vec<String> = members
-                    .iter()
-                    .map(|(k, v)| format!("{w}\"{k}\"{w}:{w}{v}"))
-                    .collect();
-                format!("{{{}{w}}}", body.join(","))
-            })
-    }
-
-    fn member(
-        names: impl Strategy<Value = String> + 'static,
-        value: impl Strategy<Value = String> + 'static,
-    ) -> BoxedStrategy<(String, String)> {
-        (names, value).boxed()
-    }
-
-    fn array(item: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
-        proptest::collection::vec(item, 0..4).prop_map(|items| format!("[{}]", items.join(", ")))
-    }
 
     fn string() -> impl Strategy<Value = String> + use<> {
         mostly(

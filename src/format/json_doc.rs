@@ -893,14 +893,85 @@ pub(crate) fn text_of(raw: &str) -> String {
     }
 }
 
-/// The text of a JSON string value, or the JSON text itself for anything else.
-/// **O(len)**.
-pub(crate) fn string_or_json(raw: Option<&RawValue>) -> String {
+/// The text of a JSON string value, or the JSON text itself for anything else
+/// (`raw` is a value's JSON text). **O(len)**.
+pub(crate) fn string_or_json(raw: Option<&str>) -> String {
     match raw {
         None => String::new(),
-        Some(raw) => {
-            serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned())
-        }
+        Some(raw) => serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned()),
+    }
+}
+
+/// An optional member kept as its JSON text, for `#[serde(deserialize_with)]`: read
+/// as a [`RawValue`] (so validated, and `null` is `None`), so that a struct read by
+/// serde and one walked by [`valid::Cursor`] hold the same `&str`. **O(len)**.
+pub(crate) fn raw_text<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'a str>, D::Error> {
+    Option::<&'a RawValue>::deserialize(d).map(|r| r.map(RawValue::get))
+}
+
+/// Strategies of JSON texts for the property tests that hold a [`valid::Cursor`]
+/// walk to serde_json's reading of the same text.
+#[cfg(test)]
+pub(crate) mod generate {
+    use proptest::prelude::*;
+
+    /// One of `options`, as a strategy of JSON texts.
+    pub(crate) fn one_of(options: &[&'static str]) -> impl Strategy<Value = String> + use<> {
+        proptest::sample::select(options.to_vec()).prop_map(str::to_owned)
+    }
+
+    /// Mostly one of `usual`, at times one of `odd` (what the walk leaves to serde,
+    /// or what serde refuses): so that most generated messages are walked whole.
+    pub(crate) fn mostly(
+        usual: &[&'static str],
+        odd: &[&'static str],
+    ) -> impl Strategy<Value = String> + use<> {
+        prop_oneof![40 => one_of(usual), 1 => one_of(odd)]
+    }
+
+    /// An object of `members` (name, value), in any order, at times with one
+    /// member given twice, blanks between the tokens at times.
+    pub(crate) fn object(
+        members: Vec<BoxedStrategy<(String, String)>>,
+    ) -> impl Strategy<Value = String> {
+        let blank = mostly(&["", " "], &["\n  ", "\t"]);
+        (
+            members
+                .into_iter()
+                .map(|m| proptest::option::weighted(0.75, m))
+                .collect::<Vec<_>>()
+                .prop_shuffle(),
+            any::<proptest::sample::Index>(),
+            proptest::bool::weighted(0.02),
+            blank,
+        )
+            .prop_map(|(members, twice, dup, w)| {
+                let mut members: Vec<(String, String)> = members.into_iter().flatten().collect();
+                if dup && !members.is_empty() {
+                    let again = members[twice.index(members.len())].clone();
+                    members.push(again);
+                }
+                let body: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!("{w}\"{k}\"{w}:{w}{v}"))
+                    .collect();
+                format!("{{{}{w}}}", body.join(","))
+            })
+    }
+
+    /// A member: one of `names`, with a value of `value`.
+    pub(crate) fn member(
+        names: impl Strategy<Value = String> + 'static,
+        value: impl Strategy<Value = String> + 'static,
+    ) -> BoxedStrategy<(String, String)> {
+        (names, value).boxed()
+    }
+
+    /// An array of zero to three `item`s.
+    pub(crate) fn array(item: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        proptest::collection::vec(item, 0..4).prop_map(|items| format!("[{}]", items.join(", ")))
     }
 }
 

@@ -394,12 +394,20 @@ impl Message {
         span: Range<usize>,
         blocks: Vec<(Block, u64)>,
     ) -> Message {
+        // Room for as many blocks as `blocks` has room for: a message built block by
+        // block (`printed`, a document's element) allocates each list once.
+        let (mut block_lines, mut prints) = (
+            Vec::with_capacity(blocks.capacity()),
+            Vec::with_capacity(blocks.capacity()),
+        );
+        block_lines.resize(blocks.len(), line);
+        prints.resize(blocks.len(), 0);
         Message {
             role,
             line,
             spans: vec![span],
-            block_lines: vec![line; blocks.len()],
-            prints: vec![0; blocks.len()],
+            block_lines,
+            prints,
             signed: Vec::new(),
             notes: Vec::new(),
             blocks,
@@ -737,7 +745,8 @@ impl Parsed<'_> {
     /// slice of `text`). **O(blocks log lines)**.
     fn into_message(self, text: &str, lines: &json_doc::LineIndex, span: Range<usize>) -> Message {
         let line = lines.line(span.start);
-        let mut message = Message::from_line(self.role, line, span, Vec::new());
+        let room = Vec::with_capacity(self.blocks.len());
+        let mut message = Message::from_line(self.role, line, span, room);
         for (block, tokens, at) in self.blocks {
             let block_line = json_doc::offset_in(text, at).map_or(line, |o| lines.line(o));
             message.push_block(block, tokens, block_line, fingerprint(at));

@@ -104,7 +104,7 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
         let (name, arguments) = match call.function {
             Some(f) => (
                 opt_str(&f.name).unwrap_or_default().to_owned(),
-                string_or_json(f.arguments),
+                string_or_json(f.arguments.map(RawValue::get)),
             ),
             None => (String::new(), String::new()),
         };

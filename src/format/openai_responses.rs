@@ -9,9 +9,9 @@
 //! with a server `id` is [signed](crate::format::Message::signed).
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
-use super::json_doc::{JsonStr, describe, opt_str, result_line, string_or_json};
+use super::json_doc::valid::Cursor;
+use super::json_doc::{JsonStr, describe, opt_str, raw_text, result_line, string_or_json};
 use super::{Block, Control, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in};
 use crate::CallId;
 
@@ -19,7 +19,7 @@ use crate::CallId;
 /// live decoder reads the same struct). The fields that matter; the rest (encrypted
 /// reasoning of a file, ...) is skipped without being copied (message content is
 /// borrowed, and read only when it holds cutpoint's ledger).
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 pub(crate) struct Item<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<JsonStr<'a>>,
@@ -31,26 +31,26 @@ pub(crate) struct Item<'a> {
     call_id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     approval_request_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    operation: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    operation: Option<&'a str>,
     #[serde(borrow, default)]
     name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    action: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    output: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    arguments: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    input: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    action: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    output: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    content: Option<&'a str>,
     #[serde(borrow, default)]
     pub(crate) encrypted_content: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     execution: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) tools: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) tools: Option<&'a str>,
 }
 
 /// Item types that are calls answered by a `<type>_output` item with the same
@@ -77,14 +77,14 @@ pub(crate) enum ItemKind<'i> {
     Call {
         id: &'i str,
         name: &'i str,
-        arguments: Option<&'i RawValue>,
+        arguments: Option<&'i str>,
         server: bool,
     },
     /// The answer to call `id`: a `<call>_output` item (with its `output`), a
     /// `tool_search_output` with a `call_id`, an `mcp_approval_response`.
     Result {
         id: &'i str,
-        output: Option<&'i RawValue>,
+        output: Option<&'i str>,
     },
     /// `compaction_trigger`, `configuration_update`.
     Control(Control),
@@ -106,7 +106,7 @@ impl<'a> Item<'a> {
 
     /// A call's arguments as given: `arguments`, `input` (custom tools), `action`
     /// (shell and computer calls) or `operation` (`apply_patch_call`). **O(1)**.
-    pub(crate) fn arguments(&self) -> Option<&'a RawValue> {
+    pub(crate) fn arguments(&self) -> Option<&'a str> {
         self.arguments
             .or(self.input)
             .or(self.action)
@@ -164,9 +164,81 @@ impl<'a> Item<'a> {
     }
 }
 
+impl<'a> Item<'a> {
+    /// The item `text`, which must be valid JSON (a line's or a document's element
+    /// that serde_json validated), walked once with [`Cursor`]. `None` for what the
+    /// walk leaves to serde (the definition, [`item`]'s other reading): an item that
+    /// is no object, a name written with escapes, a member given twice, a string
+    /// member that is no plain string. When it gives an item, it is the one serde
+    /// gives (`tests::the_walk_reads_what_serde_reads`). **O(len)**, each byte
+    /// passed once.
+    fn scanned(text: &'a str) -> Option<Item<'a>> {
+        /// The members read, in the order of `match` below: serde refuses a member
+        /// given twice, `null` or not.
+        const NAMES: [&str; 15] = [
+            "type",
+            "role",
+            "id",
+            "call_id",
+            "approval_request_id",
+            "name",
+            "encrypted_content",
+            "execution",
+            "operation",
+            "arguments",
+            "input",
+            "action",
+            "output",
+            "content",
+            "tools",
+        ];
+        let mut item = Item::default();
+        let mut seen = 0u16;
+        Cursor::new(text).object(|key, c| {
+            let Some(k) = NAMES.iter().position(|n| *n == key) else {
+                // A name with escapes may be one of the above: serde reads it.
+                return (!key.contains('\\')).then(|| c.value().map(drop))?;
+            };
+            if seen & 1 << k != 0 {
+                return None;
+            }
+            seen |= 1 << k;
+            if k < 8 {
+                let plain = c.plain_str()?.map(JsonStr::borrowed);
+                *[
+                    &mut item.kind,
+                    &mut item.role,
+                    &mut item.id,
+                    &mut item.call_id,
+                    &mut item.approval_request_id,
+                    &mut item.name,
+                    &mut item.encrypted_content,
+                    &mut item.execution,
+                ][k] = plain;
+            } else {
+                let text = c.value()?;
+                *[
+                    &mut item.operation,
+                    &mut item.arguments,
+                    &mut item.input,
+                    &mut item.action,
+                    &mut item.output,
+                    &mut item.content,
+                    &mut item.tools,
+                ][k - 8] = (text != "null").then_some(text);
+            }
+            Some(())
+        })?;
+        Some(item)
+    }
+}
+
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
-    let item: Item<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+    let item = match Item::scanned(text) {
+        Some(item) => item,
+        None => serde_json::from_str(text).map_err(|e| describe(&e))?,
+    };
     let tokens = counter.count_json(text);
     let kind = item.kind();
     let block = match item.classify()? {
@@ -182,7 +254,7 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         },
         ItemKind::Result { id, output } => Block::Result {
             id: CallId::from(id),
-            first_line: result_line(output.map(RawValue::get)),
+            first_line: result_line(output),
         },
         ItemKind::Control(c) => Block::Control(c),
         ItemKind::Reasoning => Block::Reasoning,
@@ -191,7 +263,7 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
     };
     // A user message holding cutpoint's ledger is an earlier summary.
     let block = match (kind, opt_str(&item.role), item.content) {
-        ("message", Some("user"), Some(content)) => summary_in(content.get()).unwrap_or(block),
+        ("message", Some("user"), Some(content)) => summary_in(content).unwrap_or(block),
         _ => block,
     };
     let role = match (kind, opt_str(&item.role)) {
@@ -261,4 +333,141 @@ pub(crate) fn tool_names(tools: &[serde_json::Value]) -> impl Iterator<Item = &s
     tools
         .iter()
         .filter_map(|tool| tool.get("name").and_then(|n| n.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::json_doc::generate::{array, member, mostly, object, one_of};
+    use proptest::prelude::*;
+
+    /// A member's value as Responses items hold them, now and then one the walk
+    /// leaves to serde or serde refuses.
+    fn string() -> impl Strategy<Value = String> {
+        mostly(
+            &[
+                "\"function_call\"",
+                "\"call_1\"",
+                "\"user\"",
+                "\"\"",
+                "null",
+                "\"gAAAAB+/=\"",
+            ],
+            &["\"c\\u0031\"", "\"a\\nb\"", "7", "{}", "[\"x\"]"],
+        )
+    }
+
+    fn kind() -> impl Strategy<Value = String> {
+        mostly(
+            &[
+                "\"message\"",
+                "\"function_call\"",
+                "\"function_call_output\"",
+                "\"custom_tool_call\"",
+                "\"reasoning\"",
+                "\"compaction\"",
+                "\"tool_search_output\"",
+                "\"mcp_approval_request\"",
+            ],
+            &["null", "\"web_search_call\"", "3"],
+        )
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            one_of(&[
+                "\"{\\\"cmd\\\": [\\\"ls\\\"]}\"",
+                "\"ends in \\\\\"",
+                "null",
+                "{\"output\": \"a\\nb\", \"k\": [1, -2.5e3, true]}",
+                "[{\"type\": \"input_text\", \"text\": \"hi\"}]",
+                "[]",
+                "42",
+            ]),
+            array(string()),
+        ]
+    }
+
+    fn item() -> impl Strategy<Value = String> {
+        let strings = [
+            "role",
+            "id",
+            "call_id",
+            "approval_request_id",
+            "name",
+            "encrypted_content",
+            "execution",
+        ];
+        let raws = [
+            "operation",
+            "arguments",
+            "input",
+            "action",
+            "output",
+            "content",
+            "tools",
+        ];
+        let mut members = vec![member(one_of(&["type"]), kind())];
+        members.extend(strings.map(|n| member(one_of(&[n]), string())));
+        members.extend(raws.map(|n| member(one_of(&[n]), value())));
+        members.push(member(
+            mostly(&["status", "summary"], &["c\\u0061ll_id", "type\\\""]),
+            value(),
+        ));
+        prop_oneof![30 => object(members), 1 => one_of(&["[\"message\"]", "\"x\"", "null"])]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        /// Whatever the one walk reads, serde_json reads the same.
+        #[test]
+        fn the_walk_reads_what_serde_reads(text in item()) {
+            let _: &serde_json::value::RawValue =
+                serde_json::from_str(&text).expect("generated JSON");
+            if let Some(walked) = Item::scanned(&text) {
+                let parsed: Item<'_> = serde_json::from_str(&text).map_err(|e| {
+                    TestCaseError::fail(format!("{text}: walked {walked:?}, serde says {e}"))
+                })?;
+                prop_assert_eq!(walked, parsed, "{}", text);
+            }
+        }
+    }
+
+    /// Every item of the real Codex rollouts is walked whole, as serde reads it.
+    #[test]
+    fn the_walk_reads_the_real_rollouts_whole() {
+        let mut items = 0;
+        for path in [
+            "codex__localpush__rollout-12-41-04-parallel7.jsonl",
+            "codex__localpush__rollout-12-47-42-orphan-call.jsonl",
+            "codex__localpush__rollout-12-54-34-compacted.jsonl",
+            "codex__localpush__rollout-13-19-38-trailing-call.jsonl",
+        ] {
+            let path = format!(
+                "{}/tests/fixtures/transcripts/{path}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).expect("the fixture");
+            for line in text.lines() {
+                #[derive(serde::Deserialize)]
+                struct Line<'a> {
+                    #[serde(rename = "type")]
+                    kind: &'a str,
+                    #[serde(borrow)]
+                    payload: &'a serde_json::value::RawValue,
+                }
+                let line: Line<'_> = serde_json::from_str(line).expect("a rollout line");
+                if line.kind != "response_item" {
+                    continue;
+                }
+                let raw = line.payload.get();
+                let walked = Item::scanned(raw);
+                assert!(walked.is_some(), "{path}: left to serde: {raw}");
+                let parsed: Item<'_> = serde_json::from_str(raw).expect("an item");
+                assert_eq!(walked, Some(parsed), "{path}");
+                items += 1;
+            }
+        }
+        assert!(items > 100, "{items} items");
+    }
 }

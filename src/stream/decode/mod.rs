@@ -844,7 +844,7 @@ impl ErrorBody<'_> {
             .into_iter()
             .flatten()
             .find(|r| r.get() != "null")
-            .map(|r| string_or_json(Some(r)))
+            .map(|r| string_or_json(Some(r.get())))
     }
 }
 

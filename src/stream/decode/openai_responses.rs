@@ -15,7 +15,6 @@
 //! kept. The response's `output_tokens` replaces the estimate at its end.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
@@ -226,10 +225,9 @@ impl State {
                 );
             }
             // The only output a response streams: a server's tool search.
-            ItemKind::Result { id, .. } if kind == "tool_search_output" => (
-                Content::server_result(id, kind),
-                item.tools.map(RawValue::get),
-            ),
+            ItemKind::Result { id, .. } if kind == "tool_search_output" => {
+                (Content::server_result(id, kind), item.tools)
+            }
             ItemKind::Reasoning => {
                 let signature = opt_str(&item.encrypted_content).map(str::to_owned);
                 (Content::thinking(signature, false), None)
@@ -250,12 +248,12 @@ impl State {
 /// The tools a server-run `tool_search_output` item (of type `kind`, with `tools`)
 /// loads, by name (`format::openai_responses::tool_names`); empty for any other item
 /// and for tools that are not a JSON array. **O(tools)**.
-fn search_loads(kind: &str, tools: Option<&RawValue>) -> Vec<String> {
+fn search_loads(kind: &str, tools: Option<&str>) -> Vec<String> {
     if kind != "tool_search_output" {
         return Vec::new();
     }
     tools
-        .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw.get()).ok())
+        .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw).ok())
         .map(|tools| {
             crate::format::openai_responses::tool_names(&tools)
                 .map(str::to_owned)
