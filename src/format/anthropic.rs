@@ -316,12 +316,28 @@ struct Annotated<'a> {
 }
 
 /// What [`annotate`] looks for: a message, or a block, without any of these is not
-/// parsed again.
-const MARKERS: [&str; 3] = ["tool_reference", "server_tool_use", "\"caller\""];
+/// parsed again. A programmatic call is marked by its caller's type
+/// ([`is_script_caller`]: `code_execution…`), not by the `caller` member: Claude Code
+/// writes `"caller":{"type":"direct"}` on every tool call it makes itself, and each
+/// such record was read again for nothing. Like every marker, it is looked for as
+/// written: a type spelled with escapes is not seen.
+const MARKERS: [&str; 3] = [
+    "\"tool_reference\"",
+    "\"server_tool_use\"",
+    "\"code_execution",
+];
 
-/// Whether `raw` spells one of the [`MARKERS`], by their searchers. **O(len)**.
+/// Whether `raw` spells one of the [`MARKERS`], by their searchers, other than as a
+/// member's name: Claude Code's `usage` has a `"server_tool_use": {…}` member on
+/// every assistant record, which marks no block (a fifth of reading a Claude Code
+/// session went to reading such records again). **O(len)**.
 fn marked(markers: &[memchr::memmem::Finder<'static>], raw: &str) -> bool {
-    markers.iter().any(|k| k.find(raw.as_bytes()).is_some())
+    markers.iter().any(|k| {
+        k.find_iter(raw.as_bytes()).any(|at| {
+            let after = raw.get(at + k.needle().len()..).unwrap_or("");
+            !after.trim_start().starts_with(':')
+        })
+    })
 }
 
 /// The content blocks of message span `raw` (a record's `message.content` for
@@ -622,4 +638,38 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
         BlockKind::Compaction => Block::Compaction,
         _ => Block::Text,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_named_as_a_member_marks_nothing() {
+        let markers = MARKERS.map(memchr::memmem::Finder::new);
+        for (raw, expect) in [
+            // Claude Code's usage on every assistant record.
+            (
+                r#"{"usage":{"server_tool_use":{"web_search_requests":0}}}"#,
+                false,
+            ),
+            (r#"{"usage":{"server_tool_use" : {}}}"#, false),
+            (r#"{"type":"server_tool_use","id":"srvtoolu_1"}"#, true),
+            (r#"{"type" : "server_tool_use" }"#, true),
+            // A call its own client made, and one a server script made.
+            (r#"{"type":"tool_use","caller":{"type":"direct"}}"#, false),
+            (
+                r#"{"type":"tool_use","caller":{"type":"code_execution_20260120"}}"#,
+                true,
+            ),
+            (r#"{"type":"tool_reference","tool_name":"q"}"#, true),
+            // Both: one occurrence as a value is enough.
+            (
+                r#"{"server_tool_use":{},"content":[{"type":"server_tool_use"}]}"#,
+                true,
+            ),
+        ] {
+            assert_eq!(marked(&markers, raw), expect, "{raw}");
+        }
+    }
 }
