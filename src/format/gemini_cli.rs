@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::valid::Cursor;
+use super::json_doc::valid::{Cursor, non_null, once};
 use super::json_doc::{Inline, Items, JsonStr, array_around, describe, opt_str, result_line};
 use super::{Block, Parsed, Role, TokenCounter, gemini, summary_in};
 use crate::CallId;
@@ -265,17 +265,6 @@ fn answer<'a>(c: &mut Cursor<'a>) -> Option<Answer<'a>> {
         Some(())
     })?;
     Some((id.flatten(), response.flatten()))
-}
-
-/// Sets a member read once: `None` (left to serde, which refuses a member given
-/// twice) when it was set already. **O(1)**.
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    slot.is_none().then(|| *slot = Some(value))
-}
-
-/// A value's text, `None` for `null` (an optional member's reading of it).
-fn non_null(text: &str) -> Option<&str> {
-    (text != "null").then_some(text)
 }
 
 /// An optional `bool` member's text read: `None` when serde would refuse it.

@@ -772,6 +772,18 @@ pub(crate) mod valid {
         }
     }
 
+    /// Sets a member a walk reads once: `None` (the walk leaves the text to serde,
+    /// which refuses a member given twice, `null` or not) when it was set already.
+    /// **O(1)**.
+    pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+        slot.is_none().then(|| *slot = Some(value))
+    }
+
+    /// A value's text, `None` for `null` (an optional member's reading of it).
+    pub(crate) fn non_null(text: &str) -> Option<&str> {
+        (text != "null").then_some(text)
+    }
+
     /// The members of the object `text`: (name as written, without quotes; value).
     pub(crate) fn members(text: &str) -> Option<Vec<(&str, &str)>> {
         let mut out = Vec::new();
@@ -909,6 +921,14 @@ pub(crate) fn raw_text<'de: 'a, 'a, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<&'a str>, D::Error> {
     Option::<&'a RawValue>::deserialize(d).map(|r| r.map(RawValue::get))
+}
+
+/// [`raw_text`] for an optional array: its elements' JSON texts. **O(len)**.
+pub(crate) fn raw_texts<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<&'a str>>, D::Error> {
+    let raw = Option::<Vec<&'a RawValue>>::deserialize(d)?;
+    Ok(raw.map(|r| r.into_iter().map(RawValue::get).collect()))
 }
 
 /// Strategies of JSON texts for the property tests that hold a [`valid::Cursor`]
