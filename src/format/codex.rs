@@ -42,7 +42,11 @@ fn is_turn_aborted(item: &str) -> bool {
         #[serde(borrow, default)]
         content: Option<Vec<Part<'a>>>,
     }
-    if !item.contains(TURN_ABORTED) {
+    // Asked of every item: one searcher, built once (`str::contains` builds one
+    // per call).
+    static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TURN_ABORTED));
+    if MARKER.find(item.as_bytes()).is_none() {
         return false;
     }
     let Ok(note) = serde_json::from_str::<Note<'_>>(item) else {
