@@ -88,18 +88,7 @@ impl<'a> Read<'a> {
                 "type" => once(&mut kind, c.plain_str()?)?,
                 "content" => once(&mut content, non_null(c.value()?))?,
                 "thoughts" => once(&mut thoughts, non_null(c.value()?))?,
-                "toolCalls" => {
-                    let mut read = Vec::new();
-                    if c.peek()? == b'n' {
-                        c.value()?;
-                    } else {
-                        c.array(|c| {
-                            read.push(CallRead::scanned(c)?);
-                            Some(())
-                        })?;
-                    }
-                    once(&mut calls, Some(read))?;
-                }
+                "toolCalls" => once(&mut calls, c.nullable_array(CallRead::scanned)?)?,
                 // A name with escapes may be one of the above: serde reads it.
                 _ if key.contains('\\') => return None,
                 _ => {

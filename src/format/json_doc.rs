@@ -734,6 +734,23 @@ pub(crate) mod valid {
             self.text.get(start..end)
         }
 
+        /// The array at the cursor, each element read by `element`, or `null`
+        /// (`Some(None)`, as serde reads an optional array). **O(len)** of the array.
+        pub(crate) fn nullable_array<T>(
+            &mut self,
+            mut element: impl FnMut(&mut Cursor<'a>) -> Option<T>,
+        ) -> Option<Option<Vec<T>>> {
+            if self.peek()? == b'n' {
+                return (self.value()? == "null").then_some(None);
+            }
+            let mut out = Vec::new();
+            self.array(|c| {
+                out.push(element(c)?);
+                Some(())
+            })?;
+            Some(Some(out))
+        }
+
         /// The comma-separated list between `open` and `close` at the cursor, each
         /// item read by `item`; the cursor ends past `close` and the blanks after
         /// it, and the index past `close` is returned.

@@ -42,32 +42,11 @@ impl<'a> Msg<'a> {
             match key {
                 "role" => once(&mut role, c.plain_str()??)?,
                 "content" => once(&mut content, non_null(c.value()?))?,
-                "tool_calls" => {
-                    let mut read = Vec::new();
-                    if c.peek()? == b'n' {
-                        c.value()?;
-                        once(&mut calls, None)?;
-                    } else {
-                        c.array(|c| {
-                            read.push(c.value()?);
-                            Some(())
-                        })?;
-                        once(&mut calls, Some(read))?;
-                    }
-                }
+                "tool_calls" => once(&mut calls, c.nullable_array(Cursor::value)?)?,
                 "tool_call_id" => once(&mut id, c.plain_str()?.map(JsonStr::borrowed))?,
                 "tool_call_ids" => {
-                    let mut read = Vec::new();
-                    if c.peek()? == b'n' {
-                        c.value()?;
-                        once(&mut ids, None)?;
-                    } else {
-                        c.array(|c| {
-                            read.push(JsonStr::borrowed(c.plain_str()??));
-                            Some(())
-                        })?;
-                        once(&mut ids, Some(read))?;
-                    }
+                    let read = c.nullable_array(|c| c.plain_str()?.map(JsonStr::borrowed))?;
+                    once(&mut ids, read)?;
                 }
                 // A name with escapes may be one of the above: serde reads it.
                 _ if key.contains('\\') => return None,

@@ -164,6 +164,26 @@ impl<'a> Item<'a> {
     }
 }
 
+/// The members of an [`Item`]: its eight strings, then its seven raw members, in the
+/// order of its fields ([`Item::scanned`] reads them by their place here).
+const MEMBERS: [&str; 15] = [
+    "type",
+    "role",
+    "id",
+    "call_id",
+    "approval_request_id",
+    "name",
+    "encrypted_content",
+    "execution",
+    "operation",
+    "arguments",
+    "input",
+    "action",
+    "output",
+    "content",
+    "tools",
+];
+
 impl<'a> Item<'a> {
     /// The item `text`, which must be valid JSON (a line's or a document's element
     /// that serde_json validated), walked once with [`Cursor`]. `None` for what the
@@ -173,29 +193,10 @@ impl<'a> Item<'a> {
     /// gives (`tests::the_walk_reads_what_serde_reads`). **O(len)**, each byte
     /// passed once.
     fn scanned(text: &'a str) -> Option<Item<'a>> {
-        /// The members read, in the order of `match` below: serde refuses a member
-        /// given twice, `null` or not.
-        const NAMES: [&str; 15] = [
-            "type",
-            "role",
-            "id",
-            "call_id",
-            "approval_request_id",
-            "name",
-            "encrypted_content",
-            "execution",
-            "operation",
-            "arguments",
-            "input",
-            "action",
-            "output",
-            "content",
-            "tools",
-        ];
         let mut item = Item::default();
         let mut seen = 0u16;
         Cursor::new(text).object(|key, c| {
-            let Some(k) = NAMES.iter().position(|n| *n == key) else {
+            let Some(k) = MEMBERS.iter().position(|n| *n == key) else {
                 // A name with escapes may be one of the above: serde reads it.
                 return (!key.contains('\\')).then(|| c.value().map(drop))?;
             };
@@ -392,27 +393,9 @@ mod tests {
     }
 
     fn item() -> impl Strategy<Value = String> {
-        let strings = [
-            "role",
-            "id",
-            "call_id",
-            "approval_request_id",
-            "name",
-            "encrypted_content",
-            "execution",
-        ];
-        let raws = [
-            "operation",
-            "arguments",
-            "input",
-            "action",
-            "output",
-            "content",
-            "tools",
-        ];
         let mut members = vec![member(one_of(&["type"]), kind())];
-        members.extend(strings.map(|n| member(one_of(&[n]), string())));
-        members.extend(raws.map(|n| member(one_of(&[n]), value())));
+        members.extend(MEMBERS[1..8].iter().map(|n| member(one_of(&[n]), string())));
+        members.extend(MEMBERS[8..].iter().map(|n| member(one_of(&[n]), value())));
         members.push(member(
             mostly(&["status", "summary"], &["c\\u0061ll_id", "type\\\""]),
             value(),
