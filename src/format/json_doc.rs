@@ -953,6 +953,38 @@ pub(crate) fn raw_texts<'de: 'a, 'a, D: Deserializer<'de>>(
 #[cfg(test)]
 pub(crate) mod generate {
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
+
+    /// The real transcript `name` of `tests/fixtures/transcripts/`.
+    pub(crate) fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/transcripts/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// Holds a walk to serde on the generated `text` (which must be JSON): when
+    /// `walk` takes the text, `parse` (serde's reading) must give the same.
+    pub(crate) fn walk_agrees<'a, W, E>(
+        text: &'a str,
+        walk: impl FnOnce(&'a str) -> Option<W>,
+        parse: impl FnOnce(&'a str) -> Result<W, E>,
+    ) -> Result<(), TestCaseError>
+    where
+        W: PartialEq + std::fmt::Debug,
+        E: std::fmt::Display,
+    {
+        let _: &serde_json::value::RawValue = serde_json::from_str(text)
+            .map_err(|e| TestCaseError::fail(format!("generated no JSON: {e}: {text}")))?;
+        if let Some(walked) = walk(text) {
+            let parsed = parse(text).map_err(|e| {
+                TestCaseError::fail(format!("{text}: walked {walked:?}, serde says {e}"))
+            })?;
+            prop_assert_eq!(walked, parsed, "{}", text);
+        }
+        Ok(())
+    }
 
     /// One of `options`, as a strategy of JSON texts.
     pub(crate) fn one_of(options: &[&'static str]) -> impl Strategy<Value = String> + use<> {

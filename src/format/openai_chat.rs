@@ -236,7 +236,9 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::json_doc::generate::{array, member, mostly, object, one_of};
+    use crate::format::json_doc::generate::{
+        array, fixture, member, mostly, object, one_of, walk_agrees,
+    };
     use proptest::prelude::*;
 
     fn string() -> impl Strategy<Value = String> {
@@ -307,20 +309,12 @@ mod tests {
         /// Whatever the one walk reads, serde_json reads the same.
         #[test]
         fn the_walk_reads_what_serde_reads(text in message(), raw in tool_call()) {
-            let _: &RawValue = serde_json::from_str(&text).expect("generated JSON");
-            if let Some(walked) = Msg::scanned(&text) {
-                let parsed: Msg<'_> = serde_json::from_str(&text).map_err(|e| {
-                    TestCaseError::fail(format!("{text}: walked {walked:?}, serde says {e}"))
-                })?;
-                prop_assert_eq!(walked, parsed, "{}", text);
-            }
-            if let Some(walked) = call_scanned(&raw) {
-                let parsed: ToolCall<'_> = serde_json::from_str(&raw).map_err(|e| {
-                    TestCaseError::fail(format!("{raw}: walked {walked:?}, serde says {e}"))
-                })?;
-                let parsed = (parsed.id, parsed.function.map(|f| (f.name, f.arguments.map(RawValue::get))));
-                prop_assert_eq!(walked, parsed, "{}", raw);
-            }
+            walk_agrees(&text, Msg::scanned, serde_json::from_str::<Msg<'_>>)?;
+            walk_agrees(&raw, call_scanned, |raw| {
+                let call: ToolCall<'_> = serde_json::from_str(raw)?;
+                let function = call.function.map(|f| (f.name, f.arguments.map(RawValue::get)));
+                Ok::<_, serde_json::Error>((call.id, function))
+            })?;
         }
     }
 
@@ -332,11 +326,7 @@ mod tests {
             "chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
             "openai-chat__tau-bench__gpt-4o-airline-traj173-one-line.json",
         ] {
-            let path = format!(
-                "{}/tests/fixtures/transcripts/{path}",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let text = std::fs::read_to_string(&path).expect("the fixture");
+            let text = fixture(path);
             let doc = crate::format::json_doc::split(&text, crate::format::Format::OpenAiChat)
                 .expect("the fixture reads");
             for raw in doc.elements {

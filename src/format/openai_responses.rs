@@ -342,7 +342,9 @@ pub(crate) fn tool_names(tools: &[serde_json::Value]) -> impl Iterator<Item = &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::json_doc::generate::{array, member, mostly, object, one_of};
+    use crate::format::json_doc::generate::{
+        array, fixture, member, mostly, object, one_of, walk_agrees,
+    };
     use proptest::prelude::*;
 
     /// A member's value as Responses items hold them, now and then one the walk
@@ -408,14 +410,7 @@ mod tests {
         /// Whatever the one walk reads, serde_json reads the same.
         #[test]
         fn the_walk_reads_what_serde_reads(text in item()) {
-            let _: &serde_json::value::RawValue =
-                serde_json::from_str(&text).expect("generated JSON");
-            if let Some(walked) = Item::scanned(&text) {
-                let parsed: Item<'_> = serde_json::from_str(&text).map_err(|e| {
-                    TestCaseError::fail(format!("{text}: walked {walked:?}, serde says {e}"))
-                })?;
-                prop_assert_eq!(walked, parsed, "{}", text);
-            }
+            walk_agrees(&text, Item::scanned, serde_json::from_str::<Item<'_>>)?;
         }
     }
 
@@ -429,11 +424,7 @@ mod tests {
             "codex__localpush__rollout-12-54-34-compacted.jsonl",
             "codex__localpush__rollout-13-19-38-trailing-call.jsonl",
         ] {
-            let path = format!(
-                "{}/tests/fixtures/transcripts/{path}",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let text = std::fs::read_to_string(&path).expect("the fixture");
+            let text = fixture(path);
             for line in text.lines() {
                 #[derive(serde::Deserialize)]
                 struct Line<'a> {
