@@ -21,6 +21,9 @@
 //! into warm cache lines; `dram_load` beside it is one dependent random load from a
 //! 256 MB random cyclic permutation (`cutpoint::testing::latency`), measured in the
 //! same run, so `query_latency / dram_load` is the query's cost in dependent DRAM loads.
+//! A tracker whose heap is larger than that chase (10^8 records) gets
+//! `dram_load_at_size/N` too, a chase over as much memory as the tracker holds: on a
+//! virtual machine a load's cost grows with the memory touched, past every cache.
 //!
 //! `CUTPOINT_QUERY_SIZES=1000,10000000` limits the sizes built (criterion's filter
 //! only skips the timing, not building the logs).
@@ -189,12 +192,15 @@ fn query(c: &mut Criterion) {
     group.finish();
 }
 
+/// The pointer chase of `dram_load`: far larger than the caches.
+const CHASE_BYTES: usize = 256 << 20;
+
 /// One query at a time at fresh random targets, beside one dependent DRAM load.
 fn latency(c: &mut Criterion) {
     let mut group = c.benchmark_group("query_latency");
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
-    let chase = DependentLoads::new(256 << 20, 5);
+    let chase = DependentLoads::new(CHASE_BYTES, 5);
     group.bench_function("dram_load", |b| {
         let mut at = 0u32;
         b.iter(|| {
@@ -222,6 +228,21 @@ fn latency(c: &mut Criterion) {
                 last
             })
         });
+        // Past the chase's size, one dependent load over as much memory as the
+        // tracker holds too: on a virtual machine a load costs more as the memory
+        // touched grows, past every cache (docs/performance.md, "The unit").
+        let footprint = tracker.heap_bytes();
+        if footprint > CHASE_BYTES {
+            drop(tracker);
+            let chase = DependentLoads::new(footprint, 5);
+            group.bench_function(BenchmarkId::new("dram_load_at_size", n), |b| {
+                let mut at = 0u32;
+                b.iter(|| {
+                    at = chase.step(at);
+                    at
+                })
+            });
+        }
     }
     group.finish();
 }

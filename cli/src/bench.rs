@@ -5,7 +5,9 @@
 //! runs for the append rates at up to 10^6 records, one run above; query latencies are
 //! means over seeded random targets, at every power of ten up to the session, and also
 //! as a multiple of one dependent DRAM load measured in the same run (a pointer chase
-//! over a 256 MB random cyclic permutation). The input is generated in batches outside
+//! over a 256 MB random cyclic permutation, `--chase-mib`; a session whose tracker is
+//! larger is also given in loads of a chase as large as its heap, since on a virtual
+//! machine a load costs more as the memory touched grows). The input is generated in batches outside
 //! the clock, so `--records 100000000` needs only the tracker's memory (about 1.2 GB)
 //! and one batch. `cargo bench` gives the careful numbers.
 
@@ -35,6 +37,12 @@ pub(crate) struct Args {
     /// Seed of the generated session.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Memory the pointer chase that measures one dependent load runs over, in MiB:
+    /// larger than this machine's caches. A session whose tracker is larger gets a
+    /// second chase over as much memory as the tracker holds.
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    chase_mib: u64,
 }
 
 /// The lookback of every query: 20k tokens, about 15% of a large budget.
@@ -60,11 +68,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
 /// and the input never has to fit in memory at once (10^8 records of input would be
 /// several GB).
 const BATCH: usize = 1 << 20;
-/// The pointer chase's array: far larger than any cache.
-const CHASE_BYTES: usize = 256 << 20;
 
 fn measure(args: &Args) -> Result<String, String> {
     let n = usize::try_from(args.records).map_err(|_| "--records too large".to_owned())?;
+    let chase_bytes = (args.chase_mib as usize) << 20;
     let runs = if n <= 1_000_000 { 3 } else { 1 };
 
     let mut report = String::new();
@@ -73,14 +80,14 @@ fn measure(args: &Args) -> Result<String, String> {
     };
 
     // One dependent DRAM load, measured now: the unit the query is reported in.
-    let chase = DependentLoads::new(CHASE_BYTES, args.seed);
+    let chase = DependentLoads::new(chase_bytes, args.seed);
     let load_ns = chase.ns_per_load(2_000_000);
     drop(chase);
     line(
         "one dependent DRAM load",
         format!(
             "{load_ns:.0} ns (pointer chase over a {} MB random cycle)",
-            CHASE_BYTES >> 20
+            args.chase_mib
         ),
     );
 
@@ -128,6 +135,7 @@ fn measure(args: &Args) -> Result<String, String> {
         .take_while(|&s| s < n)
         .collect();
     sizes.push(n);
+    let mut session_query_ns = 0.0;
     for &size in &sizes {
         let (ns, overlapped) = if size == n {
             (
@@ -142,12 +150,38 @@ fn measure(args: &Args) -> Result<String, String> {
                 tracker_query_ns(&small, args.seed),
             )
         };
+        if size == n {
+            session_query_ns = ns;
+        }
         line(
             &format!("select_legal_cut at {size} records"),
             format!(
                 "{ns:.0} ns/query = {:.2} DRAM loads (one at a time); {overlapped:.0} ns back to back",
                 ns / load_ns
             ),
+        );
+    }
+    // A session larger than the chase: one dependent load over as much memory as the
+    // tracker holds, too, measured after its queries (so it cannot disturb them). On
+    // a virtual machine a load costs more as the memory touched grows, past any
+    // cache (the guest's and the host's page tables are walked for each), so the
+    // query at the session's size is also given in loads of that size: the unit's
+    // own growth, told apart from the query's.
+    let footprint = tracker.heap_bytes();
+    if footprint > chase_bytes {
+        let chase = DependentLoads::new(footprint, args.seed);
+        let unit = chase.ns_per_load(2_000_000);
+        drop(chase);
+        line(
+            "one dependent load at the session's size",
+            format!(
+                "{unit:.0} ns (pointer chase over {} MB, the tracker's heap)",
+                footprint >> 20
+            ),
+        );
+        line(
+            &format!("select_legal_cut at {n} records"),
+            format!("{:.2} loads of the session's size", session_query_ns / unit),
         );
     }
     drop(tracker);

@@ -51,6 +51,30 @@ fn prints_every_measure_for_the_requested_size() {
 }
 
 #[test]
+fn a_session_larger_than_the_chase_is_also_given_in_loads_of_its_size() {
+    // 120,000 records hold more than 1 MiB of tracker.
+    let args = ["--records", "120000", "--reference-records", "100"];
+    let out = bench(&[&args[..], &["--chase-mib", "1"]].concat());
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).expect("utf-8");
+    let unit = number_after(&out, "one dependent load at the session's size");
+    assert!(unit.is_finite() && unit > 0.0, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.ends_with("loads of the session's size"))
+        .unwrap_or_else(|| panic!("no query in loads of the session's size:\n{out}"));
+    assert!(
+        line.starts_with("select_legal_cut at 120000 records"),
+        "{line}"
+    );
+    // The default chase (256 MiB) is larger than this session: no second unit.
+    let out = bench(&args);
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(!out.contains("session's size"), "{out}");
+}
+
+#[test]
 fn the_reference_size_is_capped_by_the_session() {
     let out = bench(&["--records", "200"]);
     assert!(out.status.success());
