@@ -68,6 +68,12 @@ pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
             Finder::new(KEYS[2]),
         ]
     });
+    // A string holds no member, so no payload, whatever its text says (a quote in it
+    // is escaped, and a key preceded by a backslash is skipped below): a text block's
+    // or a tool output's string is not searched four times for keys. O(1).
+    if json.trim_start().starts_with('"') {
+        return Vec::new();
+    }
     let bytes = json.as_bytes();
     let redacted = FIND[0].find(bytes).is_some();
     if !redacted && !FIND[1..].iter().any(|k| k.find(bytes).is_some()) {
@@ -259,6 +265,26 @@ mod tests {
             ByteEstimate.count_json(r#"{"signature":"abc"#),
             ByteEstimate.count(r#"{"signature":"abc"#)
         );
+    }
+
+    #[test]
+    fn a_string_holds_no_payload_whatever_it_says() {
+        // A text block or a tool output quoting a signed block, as JSON escapes it.
+        let quoted = serde_json::to_string(
+            r#"{"type":"thinking","signature":"AAAA","encrypted_content":"B","thoughtSignature":"C"} "redacted_thinking" "data":"D" \"signature\":\"E\""#,
+        )
+        .expect("a string serializes");
+        for text in [
+            quoted.as_str(),
+            r#""signature""#,
+            r#" "\"signature\": \"x\"" "#,
+        ] {
+            assert_eq!(opaque_payloads(text), Vec::new(), "{text}");
+            assert_eq!(ByteEstimate.count_json(text), ByteEstimate.count(text));
+        }
+        // The same members in an object are payloads.
+        let object = r#"{"signature":"AAAA","encrypted_content":"B"}"#;
+        assert_eq!(opaque_payloads(object).len(), 2);
     }
 
     #[cfg(feature = "tiktoken")]
