@@ -80,9 +80,7 @@ fn measure(args: &Args) -> Result<String, String> {
     };
 
     // One dependent DRAM load, measured now: the unit the query is reported in.
-    let chase = DependentLoads::new(chase_bytes, args.seed);
-    let load_ns = chase.ns_per_load(2_000_000);
-    drop(chase);
+    let load_ns = dependent_load_ns(chase_bytes, args.seed);
     line(
         "one dependent DRAM load",
         format!(
@@ -169,9 +167,7 @@ fn measure(args: &Args) -> Result<String, String> {
     // own growth, told apart from the query's.
     let footprint = tracker.heap_bytes();
     if footprint > chase_bytes {
-        let chase = DependentLoads::new(footprint, args.seed);
-        let unit = chase.ns_per_load(2_000_000);
-        drop(chase);
+        let unit = dependent_load_ns(footprint, args.seed);
         line(
             "one dependent load at the session's size",
             format!(
@@ -223,6 +219,12 @@ fn measure(args: &Args) -> Result<String, String> {
         ),
     );
     Ok(report)
+}
+
+/// Nanoseconds of one dependent load over `bytes` of memory: a pointer chase built,
+/// followed 2 million steps, and freed. **O(bytes)**.
+fn dependent_load_ns(bytes: usize, seed: u64) -> f64 {
+    DependentLoads::new(bytes, seed).ns_per_load(2_000_000)
 }
 
 /// Mean nanoseconds of `select_legal_cut` over seeded random targets, back to back
