@@ -53,6 +53,7 @@ pub const OPAQUE_PAYLOAD_TOKENS: u64 = 8;
 pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
+    const DATA: &str = "\"data\"";
     const KEYS: [&str; 3] = [
         "\"signature\"",
         "\"encrypted_content\"",
@@ -60,12 +61,14 @@ pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
     ];
     // Every block of every read goes through here, most with no payload: the
     // searchers are built once (and are faster than `str::contains` on these keys).
-    static FIND: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+    static FIND: LazyLock<[Finder<'static>; 6]> = LazyLock::new(|| {
         [
             Finder::new("\"redacted_thinking\""),
             Finder::new(KEYS[0]),
             Finder::new(KEYS[1]),
             Finder::new(KEYS[2]),
+            Finder::new(DATA),
+            Finder::new("\"compaction\""),
         ]
     });
     // A string holds no member, so no payload, whatever its text says (a quote in it
@@ -76,20 +79,22 @@ pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
     }
     let bytes = json.as_bytes();
     let redacted = FIND[0].find(bytes).is_some();
-    if !redacted && !FIND[1..].iter().any(|k| k.find(bytes).is_some()) {
+    if !redacted && !FIND[1..4].iter().any(|k| k.find(bytes).is_some()) {
         return Vec::new();
     }
-    if json.contains("\"compaction\"") {
+    if FIND[5].find(bytes).is_some() {
         return Vec::new();
     }
-    let data = redacted.then_some("\"data\"");
+    // The keys' searchers, `data`'s only beside a `redacted_thinking` block.
+    let keys = if redacted { &FIND[1..5] } else { &FIND[1..4] };
     let mut out = Vec::new();
-    for key in KEYS.iter().copied().chain(data) {
-        for (at, _) in json.match_indices(key) {
-            if at > 0 && json.as_bytes()[at - 1] == b'\\' {
+    for key in keys {
+        let len = key.needle().len();
+        for at in key.find_iter(bytes) {
+            if at > 0 && bytes[at - 1] == b'\\' {
                 continue;
             }
-            if let Some(value) = string_value_after(json, at + key.len()) {
+            if let Some(value) = string_value_after(json, at + len) {
                 out.push(value);
             }
         }
@@ -144,6 +149,18 @@ pub struct ByteEstimate;
 impl TokenCounter for ByteEstimate {
     fn count(&self, text: &str) -> u64 {
         crate::compact::estimate_tokens(text)
+    }
+
+    /// What the default gives, without copying the text outside the payloads: the
+    /// estimate depends on the length alone. **O(len)**, no allocation but the
+    /// payloads' list.
+    fn count_json(&self, json: &str) -> u64 {
+        let payloads = opaque_payloads(json);
+        let hidden: usize = payloads.iter().map(|p| p.len()).sum();
+        let fixed = OPAQUE_PAYLOAD_TOKENS.saturating_mul(payloads.len() as u64);
+        ((json.len() - hidden) as u64)
+            .div_ceil(4)
+            .saturating_add(fixed)
     }
 }
 
@@ -265,6 +282,44 @@ mod tests {
             ByteEstimate.count_json(r#"{"signature":"abc"#),
             ByteEstimate.count(r#"{"signature":"abc"#)
         );
+    }
+
+    /// [`ByteEstimate`]'s count through the trait's default `count_json` (the
+    /// oracle of its own, copy-free one).
+    struct ByDefault;
+
+    impl TokenCounter for ByDefault {
+        fn count(&self, text: &str) -> u64 {
+            ByteEstimate.count(text)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3_000))]
+        #[test]
+        fn byte_estimate_counts_json_as_the_default_does(
+            members in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec![
+                        "signature", "encrypted_content", "thoughtSignature", "data",
+                        "type", "text", "compaction",
+                    ]),
+                    proptest::sample::select(vec![
+                        "\"AAAA\"", "\"\"", "\"x\\\"y\"", "\"redacted_thinking\"", "12",
+                        "{\"signature\":\"s\"}", "[\"data\"]", "null",
+                    ]),
+                    proptest::sample::select(vec!["", " ", "\n  "]),
+                ),
+                0..8,
+            )
+        ) {
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v, blank)| format!("{blank}\"{k}\"{blank}:{blank}{v}"))
+                .collect();
+            let json = format!("{{{}}}", body.join(","));
+            proptest::prop_assert_eq!(ByteEstimate.count_json(&json), ByDefault.count_json(&json), "{}", json);
+        }
     }
 
     #[test]
