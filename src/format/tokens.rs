@@ -78,6 +78,14 @@ pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
         return Vec::new();
     }
     let bytes = json.as_bytes();
+    // Two searches that every text with a key passes (`"signature"` and
+    // `"thoughtSignature"` end in `ignature"`; `"redacted_thinking"` and
+    // `"encrypted_content"` hold `ted_`) turn most texts away before the four.
+    static GATE: LazyLock<[Finder<'static>; 2]> =
+        LazyLock::new(|| [Finder::new("ignature\""), Finder::new("ted_")]);
+    if GATE.iter().all(|g| g.find(bytes).is_none()) {
+        return Vec::new();
+    }
     let redacted = FIND[0].find(bytes).is_some();
     if !redacted && !FIND[1..4].iter().any(|k| k.find(bytes).is_some()) {
         return Vec::new();
@@ -320,6 +328,24 @@ mod tests {
             let json = format!("{{{}}}", body.join(","));
             proptest::prop_assert_eq!(ByteEstimate.count_json(&json), ByDefault.count_json(&json), "{}", json);
         }
+    }
+
+    #[test]
+    fn every_key_passes_the_gate() {
+        for (json, payload) in [
+            (r#"{"type":"thinking","signature":"AAAA"}"#, "AAAA"),
+            (r#"{"thoughtSignature":"BBBB","text":"t"}"#, "BBBB"),
+            (r#"{"type":"reasoning","encrypted_content":"CCCC"}"#, "CCCC"),
+            (r#"{"type":"redacted_thinking","data":"DDDD"}"#, "DDDD"),
+        ] {
+            let found: Vec<&str> = opaque_payloads(json)
+                .into_iter()
+                .map(|r| &json[r])
+                .collect();
+            assert_eq!(found, [payload], "{json}");
+        }
+        // A gate word alone is no payload.
+        assert!(opaque_payloads(r#"{"created_at":"x","Signature":"y"}"#).is_empty());
     }
 
     #[test]
