@@ -12,7 +12,10 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::{InlineContent, JsonStr, LineIndex, describe, member, opt_str, result_line};
+use super::json_doc::valid::{Cursor, non_null};
+use super::json_doc::{
+    InlineContent, JsonStr, LineIndex, describe, member, opt_str, raw_text, result_line,
+};
 use super::{
     Block, Control, Format, Note, Parsed, Role, TokenCounter, ToolChange, Transcript, summary_in,
 };
@@ -35,8 +38,9 @@ fn none<C>() -> Option<C> {
 
 /// One content block, of a message in a file or of a stream's `content_block_start`
 /// (the live decoder reads the same struct); every field a block kind may carry, the
-/// rest ignored.
-#[derive(Deserialize)]
+/// rest ignored. A file's block is walked ([`RawBlock::scanned`]); this definition
+/// reads what the walk leaves, and names every error.
+#[derive(Deserialize, Default, Debug, PartialEq)]
 pub(crate) struct RawBlock<'a> {
     #[serde(rename = "type", borrow, default)]
     pub(crate) kind: Option<JsonStr<'a>>,
@@ -44,12 +48,12 @@ pub(crate) struct RawBlock<'a> {
     pub(crate) id: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     pub(crate) name: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) input: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) input: Option<&'a str>,
     #[serde(borrow, default)]
     pub(crate) tool_use_id: Option<JsonStr<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) content: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) content: Option<&'a str>,
     #[serde(borrow, default)]
     pub(crate) text: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
@@ -59,26 +63,26 @@ pub(crate) struct RawBlock<'a> {
     #[serde(borrow, default)]
     pub(crate) data: Option<JsonStr<'a>>,
     /// A `fallback` block's model that declined (`{"model": ...}`).
-    #[serde(borrow, default)]
-    pub(crate) from: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) from: Option<&'a str>,
     /// A `fallback` block's model that continues (`{"model": ...}`).
-    #[serde(borrow, default)]
-    pub(crate) to: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) to: Option<&'a str>,
     /// A `tool_use`'s `caller` (programmatic tool calling: [`is_script_caller`]).
-    #[serde(borrow, default)]
-    pub(crate) caller: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_text")]
+    pub(crate) caller: Option<&'a str>,
 }
 
 /// Whether a `tool_use`'s `caller` (its JSON) names a server code-execution tool
 /// (`{"type": "code_execution_20260120", ...}`): a call a script made, whose answer
 /// holds only results and which the script waits on. **O(len)**.
-pub(crate) fn is_script_caller(caller: &RawValue) -> bool {
+pub(crate) fn is_script_caller(caller: &str) -> bool {
     #[derive(Deserialize)]
     struct Caller<'a> {
         #[serde(rename = "type", borrow, default)]
         kind: Option<JsonStr<'a>>,
     }
-    serde_json::from_str::<Caller<'_>>(caller.get())
+    serde_json::from_str::<Caller<'_>>(caller)
         .ok()
         .and_then(|c| opt_str(&c.kind).map(|k| k.starts_with("code_execution")))
         .unwrap_or(false)
@@ -103,7 +107,73 @@ pub(crate) enum BlockKind<'b> {
     Other,
 }
 
+/// The members of a [`RawBlock`] as its walk reads them: strings first (`type` is
+/// the definition's `kind`), then the members kept as JSON text.
+const BLOCK_MEMBERS: [&str; 13] = [
+    "type",
+    "id",
+    "name",
+    "tool_use_id",
+    "text",
+    "thinking",
+    "signature",
+    "data",
+    "input",
+    "content",
+    "from",
+    "to",
+    "caller",
+];
+
 impl<'a> RawBlock<'a> {
+    /// The block `text` (valid JSON: an element of a message serde read) walked once
+    /// ([`Cursor`]), or `None` for what the walk leaves to serde (the definition): a
+    /// block that is no object, a name written with escapes, a member given twice, a
+    /// string member that is no plain string. When it gives a block, it is the one
+    /// serde gives (`tests::the_walk_reads_what_serde_reads`). **O(len)**, each byte
+    /// passed once.
+    pub(crate) fn scanned(text: &'a str) -> Option<RawBlock<'a>> {
+        let mut b = RawBlock::default();
+        let mut seen = 0u16;
+        Cursor::new(text).object(|key, c| {
+            let Some(k) = BLOCK_MEMBERS.iter().position(|n| *n == key) else {
+                // A name with escapes may be one of the above: serde reads it.
+                return (!key.contains('\\')).then(|| c.value().map(drop))?;
+            };
+            if seen & 1 << k != 0 {
+                return None;
+            }
+            seen |= 1 << k;
+            if k < 4 {
+                let plain = c.plain_str()?.map(JsonStr::borrowed);
+                *[&mut b.kind, &mut b.id, &mut b.name, &mut b.tool_use_id][k] = plain;
+            } else if k < 8 {
+                // Texts the reader does not look at (the live decoder does), often
+                // written with escapes: decoded as serde decodes them, on their own.
+                let literal = c.value()?;
+                let read = match literal {
+                    "null" => None,
+                    _ if !literal.contains('\\') => Some(JsonStr::borrowed(
+                        literal.strip_prefix('"')?.strip_suffix('"')?,
+                    )),
+                    _ => Some(serde_json::from_str::<JsonStr<'a>>(literal).ok()?),
+                };
+                *[&mut b.text, &mut b.thinking, &mut b.signature, &mut b.data][k - 4] = read;
+            } else {
+                let text = non_null(c.value()?);
+                *[
+                    &mut b.input,
+                    &mut b.content,
+                    &mut b.from,
+                    &mut b.to,
+                    &mut b.caller,
+                ][k - 8] = text;
+            }
+            Some(())
+        })?;
+        Some(b)
+    }
+
     /// The block's type (empty when it has none). **O(1)**.
     pub(crate) fn kind(&self) -> &str {
         opt_str(&self.kind).unwrap_or_default()
@@ -257,8 +327,11 @@ fn blocks_of<'a>(
     };
     let mut out = Vec::with_capacity(raws.len());
     for (k, raw) in raws.into_iter().enumerate() {
-        let b: RawBlock<'_> = serde_json::from_str(raw.get())
-            .map_err(|e| format!("content.{k}: {}", describe(&e)))?;
+        let b = match RawBlock::scanned(raw.get()) {
+            Some(b) => b,
+            None => serde_json::from_str(raw.get())
+                .map_err(|e| format!("content.{k}: {}", describe(&e)))?,
+        };
         let control = match (role, opt_str(&b.kind)) {
             (Role::System, Some("tool_addition")) => Some(Control::ToolAddition),
             (Role::System, Some("tool_removal")) => Some(Control::ToolRemoval),
@@ -403,7 +476,7 @@ pub(crate) fn annotate(text: &str, t: &mut Transcript) {
                     "server_tool_use" => m.notes.push((k, Note::ServerCall)),
                     "tool_use"
                         if matches!(m.blocks[k].0, Block::Call { .. })
-                            && b.caller.is_some_and(is_script_caller) =>
+                            && b.caller.is_some_and(|c| is_script_caller(c.get())) =>
                     {
                         m.notes.push((k, Note::ProgrammaticCall));
                         if jsonl {
@@ -628,11 +701,11 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
         BlockKind::Call { id, server: false } => Block::Call {
             id: CallId::from(needs_id(id, b.kind(), "an id").map_err(at)?),
             name: opt_str(&b.name).unwrap_or_default().to_owned(),
-            arguments: b.input.map(|r| r.get().to_owned()).unwrap_or_default(),
+            arguments: b.input.map(str::to_owned).unwrap_or_default(),
         },
         BlockKind::Result { id, server: false } => Block::Result {
             id: CallId::from(needs_id(id, b.kind(), "a tool_use_id").map_err(at)?),
-            first_line: result_line(b.content.map(RawValue::get)),
+            first_line: result_line(b.content),
         },
         BlockKind::Thinking { .. } => Block::Reasoning,
         BlockKind::Compaction => Block::Compaction,
@@ -643,6 +716,143 @@ pub(crate) fn block(b: RawBlock<'_>, k: usize) -> Result<Block, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::json_doc::generate::{
+        array, fixture, member, mostly, object, one_of, walk_agrees,
+    };
+    use proptest::prelude::*;
+
+    fn kind() -> impl Strategy<Value = String> {
+        mostly(
+            &[
+                "\"text\"",
+                "\"tool_use\"",
+                "\"tool_result\"",
+                "\"thinking\"",
+                "\"redacted_thinking\"",
+                "\"server_tool_use\"",
+                "\"web_search_tool_result\"",
+                "\"compaction\"",
+                "\"fallback\"",
+                "\"image\"",
+            ],
+            &["null", "\"t\\u0065xt\"", "3", "{}"],
+        )
+    }
+
+    /// An id or a name, now and then one the walk leaves to serde or serde refuses.
+    fn string() -> impl Strategy<Value = String> {
+        mostly(
+            &["\"toolu_01\"", "\"Bash\"", "\"\"", "null"],
+            &["\"c\\u0031\"", "\"a\\nb\"", "7", "[\"x\"]"],
+        )
+    }
+
+    /// A text, thinking, signature or data: escapes are common, and serde refuses a
+    /// lone surrogate or a value that is no string.
+    fn text() -> impl Strategy<Value = String> {
+        mostly(
+            &[
+                "\"plain\"",
+                "\"line\\nnext \\\"quoted\\\" \\\\ \\t\"",
+                "\"\\u00e9t\\u00e9 \\ud83d\\ude00\"",
+                "\"EqQBCkgIARABGAIiQL+/=\"",
+                "\"ends in \\\\\"",
+                "\"\"",
+                "null",
+            ],
+            &["\"\\ud800\"", "5", "{\"text\": \"x\"}", "[]"],
+        )
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            one_of(&[
+                "{\"command\": \"ls -la\", \"n\": [1, -2.5e3, true]}",
+                "\"a result\\nsecond line\"",
+                "[{\"type\": \"text\", \"text\": \"out\"}]",
+                "{\"type\": \"code_execution_20260120\", \"tool_id\": \"x\"}",
+                "{\"model\": \"claude\"}",
+                "null",
+                "[]",
+                "{}",
+                "42",
+            ]),
+            array(string()),
+        ]
+    }
+
+    fn raw_block() -> impl Strategy<Value = String> {
+        let mut members = vec![member(one_of(&["type"]), kind())];
+        members.extend(
+            BLOCK_MEMBERS[1..4]
+                .iter()
+                .map(|n| member(one_of(&[n]), string())),
+        );
+        members.extend(
+            BLOCK_MEMBERS[4..8]
+                .iter()
+                .map(|n| member(one_of(&[n]), text())),
+        );
+        members.extend(
+            BLOCK_MEMBERS[8..]
+                .iter()
+                .map(|n| member(one_of(&[n]), value())),
+        );
+        members.push(member(
+            mostly(
+                &["cache_control", "citations"],
+                &["t\\u0065xt", "input\\\""],
+            ),
+            value(),
+        ));
+        prop_oneof![30 => object(members), 1 => one_of(&["[\"text\"]", "\"x\"", "null"])]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5_000))]
+        /// Whatever the one walk reads, serde_json reads the same.
+        #[test]
+        fn the_walk_reads_what_serde_reads(text in raw_block()) {
+            walk_agrees(&text, RawBlock::scanned, serde_json::from_str::<RawBlock<'_>>)?;
+        }
+    }
+
+    /// Every content block of the real Claude Code sessions is walked whole, as serde
+    /// reads it.
+    #[test]
+    fn the_walk_reads_the_real_sessions_whole() {
+        #[derive(Deserialize)]
+        struct Line<'a> {
+            #[serde(borrow, default)]
+            message: Option<Content<'a>>,
+        }
+        let mut blocks = 0;
+        for path in [
+            "claude-code__spotter__4d5611e5-main.jsonl",
+            "claude-code__claude-reliability__python-to-rust-port.jsonl",
+            "claude-code__entireio-cli__1a-8a83a35a9b-0-interleaved-parallel.jsonl",
+        ] {
+            let text = fixture(path);
+            for line in text.lines() {
+                let line: Line<'_> = serde_json::from_str(line).expect("a session line");
+                let Some(content) = line.message.and_then(|m| m.content) else {
+                    continue;
+                };
+                if !content.get().starts_with('[') {
+                    continue;
+                }
+                let raws: Vec<&RawValue> = serde_json::from_str(content.get()).expect("blocks");
+                for raw in raws {
+                    let walked = RawBlock::scanned(raw.get());
+                    assert!(walked.is_some(), "{path}: left to serde: {}", raw.get());
+                    let parsed: RawBlock<'_> = serde_json::from_str(raw.get()).expect("a block");
+                    assert_eq!(walked, Some(parsed), "{path}");
+                    blocks += 1;
+                }
+            }
+        }
+        assert!(blocks > 300, "{blocks} blocks");
+    }
 
     #[test]
     fn a_marker_named_as_a_member_marks_nothing() {

@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::buffer::Frame;
 use super::emit::{Emitter, Piece};
@@ -113,7 +112,7 @@ fn fallback_shape(block: &RawBlock<'_>) -> Result<(), String> {
     }
     for (field, raw) in [("from", block.from), ("to", block.to)] {
         let raw = raw.ok_or_else(|| format!("fallback block without `{field}`"))?;
-        let hop: Hop<'_> = serde_json::from_str(raw.get())
+        let hop: Hop<'_> = serde_json::from_str(raw)
             .map_err(|_| format!(r#"fallback block whose `{field}` is not {{"model": "..."}}"#))?;
         if hop.model.is_none() {
             return Err(format!("fallback block whose `{field}` names no model"));
@@ -250,7 +249,7 @@ impl State {
                 let id = CallId::from(needs_id(id, kind, "an id").map_err(|m| at.malformed(m))?);
                 // An input given whole at the start (not `{}`, which deltas replace,
                 // or which stands when none come).
-                let input = match block.input.map(RawValue::get) {
+                let input = match block.input {
                     Some("{}") => {
                         self.start_input = Some("{}".to_owned());
                         None
@@ -269,7 +268,7 @@ impl State {
                     self.droppable[slot].answered = true;
                 }
                 let content = Content::server_result(id, kind);
-                (content, block.content.map(RawValue::get))
+                (content, block.content)
             }
             BlockKind::Other if kind == FALLBACK => {
                 fallback_shape(&block).map_err(|m| at.malformed(m))?;
