@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::valid::{Cursor, non_null};
+use super::json_doc::valid::{Cursor, non_null, once};
 use super::json_doc::{
     InlineContent, JsonStr, LineIndex, describe, member, opt_str, raw_text, result_line,
 };
@@ -211,30 +211,60 @@ pub(crate) fn needs_id<'i>(
     id.ok_or_else(|| format!("{kind} block without {field}"))
 }
 
-/// Parses one Anthropic message. **O(len)**.
-pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
-    let role_of = |role: &RawValue| match serde_json::from_str::<&str>(role.get()) {
-        Ok("user") => Ok(Role::User),
-        Ok("assistant") => Ok(Role::Assistant),
-        Ok("system") => Ok(Role::System),
-        _ => Err(format!("unknown role {}", role.get())),
-    };
-    // One pass when the content is an array, a plain string or absent; else the
-    // message is read again with its content raw, as it always was.
+/// A message walked once ([`Cursor`]): its role's JSON text and its content, as
+/// [`parsed_message`] (the definition) reads them, or `None` for what the walk
+/// leaves to it: a message that is no object or has no role, a name written with
+/// escapes, a member given twice. **O(len)**, each byte passed once.
+fn scanned_message(text: &str) -> Option<(&str, ReadContent<'_>)> {
+    let (mut role, mut content) = (None, None);
+    Cursor::new(text).object(|key, c| match key {
+        "role" => once(&mut role, c.value()?),
+        "content" => {
+            let read = match c.peek()? {
+                b'[' => {
+                    let mut blocks = Vec::new();
+                    c.array(|c| {
+                        blocks.push(c.value()?);
+                        Some(())
+                    })?;
+                    ReadContent::Split(blocks)
+                }
+                _ => non_null(c.value()?).map_or(ReadContent::None, ReadContent::Str),
+            };
+            once(&mut content, read)
+        }
+        other => (!other.contains('\\')).then(|| c.value().map(drop))?,
+    })?;
+    Some((role?, content.unwrap_or(ReadContent::None)))
+}
+
+/// A message's role (its JSON text) and content as serde reads them: in one pass
+/// when the content is an array, a plain string or absent, else again with the
+/// content raw. **O(len)**.
+fn parsed_message(text: &str) -> Result<(&str, ReadContent<'_>), String> {
     let fast = serde_json::from_str::<Msg<'_, InlineContent<'_>>>(text)
         .ok()
-        .and_then(|msg| Some((msg.role, ReadContent::inline(text, msg.content)?)));
-    let (role, blocks) = match fast {
-        Some((role, content)) => {
-            let role = role_of(role)?;
-            (role, content.blocks(role, counter)?)
-        }
-        None => {
-            let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
-            let role = role_of(msg.role)?;
-            (role, blocks(msg.content, role, counter)?)
-        }
+        .and_then(|msg| Some((msg.role.get(), ReadContent::inline(text, msg.content)?)));
+    if let Some(read) = fast {
+        return Ok(read);
+    }
+    let msg: Msg<'_> = serde_json::from_str(text).map_err(|e| describe(&e))?;
+    Ok((msg.role.get(), ReadContent::of(msg.content)?))
+}
+
+/// Parses one Anthropic message. **O(len)**.
+pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
+    let (role, content) = match scanned_message(text) {
+        Some(read) => read,
+        None => parsed_message(text)?,
     };
+    let role = match serde_json::from_str::<&str>(role) {
+        Ok("user") => Role::User,
+        Ok("assistant") => Role::Assistant,
+        Ok("system") => Role::System,
+        _ => return Err(format!("unknown role {role}")),
+    };
+    let blocks = content.blocks(role, counter)?;
     Ok(Parsed {
         role,
         blocks: if blocks.is_empty() {
@@ -246,22 +276,12 @@ pub(crate) fn message<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<P
     })
 }
 
-/// The blocks of an Anthropic `content` of a message from `role` (a string is one
-/// text block), each with the JSON text it was read from. A user message's text that
-/// holds cutpoint's ledger is an earlier summary. **O(len)**.
-fn blocks<'a>(
-    content: Option<&'a RawValue>,
-    role: Role,
-    counter: &dyn TokenCounter,
-) -> Result<Vec<(Block, u64, &'a str)>, String> {
-    ReadContent::of(content)?.blocks(role, counter)
-}
-
 /// A message's `content` as the pass that read the message left it.
+#[derive(Debug, PartialEq)]
 pub(crate) enum ReadContent<'a> {
     None,
-    /// An array, split into its blocks.
-    Split(Vec<&'a RawValue>),
+    /// An array, split into its blocks (their JSON texts).
+    Split(Vec<&'a str>),
     /// Any other value (a string), as its JSON text.
     Str(&'a str),
 }
@@ -272,7 +292,11 @@ impl<'a> ReadContent<'a> {
         Ok(match content {
             None => ReadContent::None,
             Some(c) if c.get().starts_with('[') => ReadContent::Split(
-                serde_json::from_str(c.get()).map_err(|e| format!("content: {}", describe(&e)))?,
+                serde_json::from_str::<Vec<&RawValue>>(c.get())
+                    .map_err(|e| format!("content: {}", describe(&e)))?
+                    .into_iter()
+                    .map(RawValue::get)
+                    .collect(),
             ),
             Some(c) => ReadContent::Str(c.get()),
         })
@@ -289,7 +313,9 @@ impl<'a> ReadContent<'a> {
         })
     }
 
-    /// Its blocks, as [`blocks`] reads them. **O(len)**.
+    /// Its blocks, each with the JSON text it was read from (a string is one text
+    /// block; a user message's text that holds cutpoint's ledger is an earlier
+    /// summary). **O(len)**.
     pub(crate) fn blocks(
         self,
         role: Role,
@@ -314,23 +340,24 @@ fn text_block<'a>(json: &'a str, role: Role, counter: &dyn TokenCounter) -> (Blo
 }
 
 /// The blocks of an Anthropic `content` array, its elements already split (by
-/// [`blocks`], or in the pass that read the message around them), as [`blocks`] reads
-/// them. **O(len)**.
+/// [`ReadContent::of`], or in the pass that read the message around them), as
+/// [`ReadContent::blocks`] reads them. **O(len)**.
 fn blocks_of<'a>(
-    raws: Vec<&'a RawValue>,
+    raws: Vec<&'a str>,
     role: Role,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<(Block, u64, &'a str)>, String> {
-    let text = |raw: &RawValue| match role {
-        Role::User => summary_in(raw.get()).unwrap_or(Block::Text),
+    let text = |raw: &str| match role {
+        Role::User => summary_in(raw).unwrap_or(Block::Text),
         _ => Block::Text,
     };
     let mut out = Vec::with_capacity(raws.len());
     for (k, raw) in raws.into_iter().enumerate() {
-        let b = match RawBlock::scanned(raw.get()) {
+        let b = match RawBlock::scanned(raw) {
             Some(b) => b,
-            None => serde_json::from_str(raw.get())
-                .map_err(|e| format!("content.{k}: {}", describe(&e)))?,
+            None => {
+                serde_json::from_str(raw).map_err(|e| format!("content.{k}: {}", describe(&e)))?
+            }
         };
         let control = match (role, opt_str(&b.kind)) {
             (Role::System, Some("tool_addition")) => Some(Control::ToolAddition),
@@ -347,7 +374,7 @@ fn blocks_of<'a>(
                 other => other,
             },
         };
-        out.push((block, counter.count_json(raw.get()), raw.get()));
+        out.push((block, counter.count_json(raw), raw));
     }
     // The attempt before the final `fallback` was refused: its thinking and calls were
     // dropped by the API, so none of them is pending or bound.
@@ -815,6 +842,68 @@ mod tests {
         fn the_walk_reads_what_serde_reads(text in raw_block()) {
             walk_agrees(&text, RawBlock::scanned, serde_json::from_str::<RawBlock<'_>>)?;
         }
+    }
+
+    fn anthropic_message() -> impl Strategy<Value = String> {
+        let role = mostly(
+            &["\"user\"", "\"assistant\"", "\"system\""],
+            &["\"us\\u0065r\"", "5", "null", "\"tool\""],
+        );
+        let content = prop_oneof![
+            3 => array(raw_block()),
+            1 => one_of(&[
+                "\"plain text\"",
+                "\"two\\nlines\"",
+                "\"\"",
+                "null",
+                "{\"type\": \"text\"}",
+                "7",
+                "[]",
+            ]),
+        ];
+        let members = vec![
+            member(one_of(&["role"]), role),
+            member(one_of(&["content"]), content),
+            member(
+                mostly(
+                    &["id", "model", "stop_reason"],
+                    &["r\\u006fle", "content\\\""],
+                ),
+                value(),
+            ),
+        ];
+        prop_oneof![30 => object(members), 1 => one_of(&["[\"user\"]", "\"x\"", "null"])]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+        /// Whatever the walk of a message reads, serde_json reads the same.
+        #[test]
+        fn the_message_walk_reads_what_serde_reads(text in anthropic_message()) {
+            walk_agrees(&text, scanned_message, parsed_message)?;
+        }
+    }
+
+    /// Every message of the proxy's real Anthropic request is walked whole.
+    #[test]
+    fn the_message_walk_reads_a_real_request_whole() {
+        let path = format!(
+            "{}/proxy/tests/fixtures/anthropic-request__claude-reliability__python-to-rust-port.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("the fixture");
+        #[derive(Deserialize)]
+        struct Request<'a> {
+            #[serde(borrow)]
+            messages: Vec<&'a RawValue>,
+        }
+        let request: Request<'_> = serde_json::from_str(&text).expect("a request");
+        for raw in &request.messages {
+            let walked = scanned_message(raw.get());
+            assert!(walked.is_some(), "left to serde: {}", raw.get());
+            assert_eq!(walked, parsed_message(raw.get()).ok());
+        }
+        assert!(request.messages.len() > 20, "{}", request.messages.len());
     }
 
     /// Every content block of the real Claude Code sessions is walked whole, as serde

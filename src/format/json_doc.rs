@@ -171,10 +171,28 @@ pub(crate) fn split(text: &str, format: Format) -> Result<Doc<'_>, FormatError> 
 /// The span of the JSON array (brackets included) whose elements, read from
 /// `text`, are `elements`; `None` when there are none (an empty array's place is not
 /// in its elements) or they are not borrowed from `text`. **O(whitespace)**: only
+/// A value's JSON text: a [`RawValue`]'s, or the text a walk took of it.
+pub(crate) trait JsonText {
+    /// The text. **O(1)**.
+    fn json(&self) -> &str;
+}
+
+impl JsonText for &RawValue {
+    fn json(&self) -> &str {
+        self.get()
+    }
+}
+
+impl JsonText for &str {
+    fn json(&self) -> &str {
+        self
+    }
+}
+
 /// whitespace lies between a bracket and the element beside it.
-pub(crate) fn array_around(text: &str, elements: &[&RawValue]) -> Option<Range<usize>> {
-    let first = offset_in(text, elements.first()?.get())?;
-    let last = elements.last()?.get();
+pub(crate) fn array_around(text: &str, elements: &[impl JsonText]) -> Option<Range<usize>> {
+    let first = offset_in(text, elements.first()?.json())?;
+    let last = elements.last()?.json();
     let last = offset_in(text, last)? + last.len();
     let open = text[..first].trim_end().strip_suffix('[')?.len();
     let after = text[last..].trim_start();
@@ -369,7 +387,7 @@ impl<'de, T: Deserialize<'de>, const ARRAY: bool> Deserialize<'de> for Inline<T,
 /// anything else (a string with escapes, an object, a number), which a reader reads
 /// again with the member as a [`RawValue`] (the slow path).
 pub(crate) enum InlineContent<'a> {
-    Split(Vec<&'a RawValue>),
+    Split(Vec<&'a str>),
     Str(&'a str),
     Other,
 }
@@ -396,7 +414,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for InlineContent<'a> {
             fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
                 while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                    items.push(item);
+                    items.push(item.get());
                 }
                 Ok(InlineContent::Split(items))
             }
@@ -1085,7 +1103,7 @@ mod tests {
             let read: Read<'_> = serde_json::from_str(text).expect("test JSON");
             let got: Option<Vec<&str>> = match read.content.expect("present") {
                 InlineContent::Str(s) => InlineContent::literal(text, s).map(|l| vec![l]),
-                InlineContent::Split(items) => Some(items.iter().map(|i| i.get()).collect()),
+                InlineContent::Split(items) => Some(items),
                 InlineContent::Other => None,
             };
             assert_eq!(got, want, "{text}");
