@@ -138,12 +138,20 @@ pub fn first_line(content: &str) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    if line.chars().count() > FIRST_LINE_CHARS {
-        let mut cut: String = line.chars().take(FIRST_LINE_CHARS).collect();
-        cut.push('…');
-        cut
-    } else {
-        line.to_owned()
+    // A line of no more bytes than that has no more characters; past the first
+    // FIRST_LINE_CHARS characters, a longer one is cut at a character's start (one
+    // copy; the count stops there).
+    if line.len() <= FIRST_LINE_CHARS {
+        return line.to_owned();
+    }
+    match line.char_indices().nth(FIRST_LINE_CHARS) {
+        Some((end, _)) => {
+            let mut cut = String::with_capacity(end + '…'.len_utf8());
+            cut.push_str(&line[..end]);
+            cut.push('…');
+            cut
+        }
+        None => line.to_owned(),
     }
 }
 
@@ -604,6 +612,29 @@ mod tests {
             FIRST_LINE_CHARS + 1
         );
         assert_eq!(first_line(""), "");
+    }
+
+    proptest::proptest! {
+        /// The cut falls on the first line's 200th character, as counting and
+        /// collecting characters put it: lines of one- to four-byte characters about
+        /// that long.
+        #[test]
+        fn first_line_cuts_where_the_characters_say(
+            blank in proptest::sample::select(vec!["", "\n  \n", " "]),
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec!["a", "é", "€", "😀", " "]),
+                190..215,
+            ),
+        ) {
+            let content = format!("{blank}{}\nnext", pieces.concat());
+            let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+            let want = if line.chars().count() > FIRST_LINE_CHARS {
+                line.chars().take(FIRST_LINE_CHARS).chain(['…']).collect()
+            } else {
+                line.to_owned()
+            };
+            proptest::prop_assert_eq!(first_line(&content), want);
+        }
     }
 }
 

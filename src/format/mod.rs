@@ -326,7 +326,7 @@ impl Block {
 /// The earlier summary a user message's text holds, if it holds cutpoint's ledger.
 /// **O(len)**.
 pub(crate) fn summary_in_text(text: &str) -> Option<Block> {
-    if !text.contains(LEDGER_HEADING) {
+    if !holds_ledger(text) {
         return None;
     }
     SummaryParts::parse(text).map(Block::Summary)
@@ -336,10 +336,18 @@ pub(crate) fn summary_in_text(text: &str) -> Option<Block> {
 /// or an array of blocks or parts with `text`): only a JSON text that holds the
 /// ledger heading (which needs no escaping) is read as text. **O(len)**.
 pub(crate) fn summary_in(raw: &str) -> Option<Block> {
-    if !raw.contains(LEDGER_HEADING) {
+    if !holds_ledger(raw) {
         return None;
     }
     summary_in_text(&json_doc::text_of(raw))
+}
+
+/// Whether `text` holds the ledger heading. Asked of every user message's text: one
+/// searcher, built once (`str::contains` builds one per call). **O(len)**.
+fn holds_ledger(text: &str) -> bool {
+    static HEADING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(LEDGER_HEADING));
+    HEADING.find(text.as_bytes()).is_some()
 }
 
 /// One message of a transcript.
