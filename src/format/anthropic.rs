@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::json_doc::valid::{Cursor, non_null, once};
+use super::json_doc::valid::{Cursor, non_null};
 use super::json_doc::{
     InlineContent, JsonStr, LineIndex, describe, member, opt_str, raw_text, result_line,
 };
@@ -134,16 +134,7 @@ impl<'a> RawBlock<'a> {
     /// passed once.
     pub(crate) fn scanned(text: &'a str) -> Option<RawBlock<'a>> {
         let mut b = RawBlock::default();
-        let mut seen = 0u16;
-        Cursor::new(text).object(|key, c| {
-            let Some(k) = BLOCK_MEMBERS.iter().position(|n| *n == key) else {
-                // A name with escapes may be one of the above: serde reads it.
-                return (!key.contains('\\')).then(|| c.value().map(drop))?;
-            };
-            if seen & 1 << k != 0 {
-                return None;
-            }
-            seen |= 1 << k;
+        Cursor::new(text).struct_members(&BLOCK_MEMBERS, |k, c| {
             if k < 4 {
                 let plain = c.plain_str()?.map(JsonStr::borrowed);
                 *[&mut b.kind, &mut b.id, &mut b.name, &mut b.tool_use_id][k] = plain;
@@ -217,23 +208,23 @@ pub(crate) fn needs_id<'i>(
 /// escapes, a member given twice. **O(len)**, each byte passed once.
 fn scanned_message(text: &str) -> Option<(&str, ReadContent<'_>)> {
     let (mut role, mut content) = (None, None);
-    Cursor::new(text).object(|key, c| match key {
-        "role" => once(&mut role, c.value()?),
-        "content" => {
-            let read = match c.peek()? {
-                b'[' => {
-                    let mut blocks = Vec::new();
-                    c.array(|c| {
-                        blocks.push(c.value()?);
-                        Some(())
-                    })?;
-                    ReadContent::Split(blocks)
-                }
-                _ => non_null(c.value()?).map_or(ReadContent::None, ReadContent::Str),
-            };
-            once(&mut content, read)
+    Cursor::new(text).struct_members(&["role", "content"], |k, c| {
+        if k == 0 {
+            role = Some(c.value()?);
+            return Some(());
         }
-        other => (!other.contains('\\')).then(|| c.value().map(drop))?,
+        content = Some(match c.peek()? {
+            b'[' => {
+                let mut blocks = Vec::new();
+                c.array(|c| {
+                    blocks.push(c.value()?);
+                    Some(())
+                })?;
+                ReadContent::Split(blocks)
+            }
+            _ => non_null(c.value()?).map_or(ReadContent::None, ReadContent::Str),
+        });
+        Some(())
     })?;
     Some((role?, content.unwrap_or(ReadContent::None)))
 }

@@ -740,6 +740,31 @@ pub(crate) mod valid {
             self.text.get(start..end)
         }
 
+        /// Walks the object at the cursor as a struct with the member `names` reads
+        /// it: `member` is given the index in `names` of each member named there,
+        /// with the cursor on its value, which it must move past; other members are
+        /// skipped. `None` (serde reads the text) when a name is written with
+        /// escapes (it may be one of `names`) or one of `names` is given twice (serde
+        /// refuses it), and as for [`object`](Self::object). At most 64 names.
+        /// **O(len)** of the object, and `names` searched per member.
+        pub(crate) fn struct_members(
+            &mut self,
+            names: &[&str],
+            mut member: impl FnMut(usize, &mut Cursor<'a>) -> Option<()>,
+        ) -> Option<&'a str> {
+            let mut seen = 0u64;
+            self.object(|key, c| {
+                let Some(k) = names.iter().position(|n| *n == key) else {
+                    return (!key.contains('\\')).then(|| c.value().map(drop))?;
+                };
+                if seen & 1 << k != 0 {
+                    return None;
+                }
+                seen |= 1 << k;
+                member(k, c)
+            })
+        }
+
         /// Walks the array at the cursor: `element` is called with the cursor on each
         /// element, which it must move past. Gives the array's text. `None` as for
         /// [`object`](Self::object). **O(len)** of the array.

@@ -194,16 +194,7 @@ impl<'a> Item<'a> {
     /// passed once.
     fn scanned(text: &'a str) -> Option<Item<'a>> {
         let mut item = Item::default();
-        let mut seen = 0u16;
-        Cursor::new(text).object(|key, c| {
-            let Some(k) = MEMBERS.iter().position(|n| *n == key) else {
-                // A name with escapes may be one of the above: serde reads it.
-                return (!key.contains('\\')).then(|| c.value().map(drop))?;
-            };
-            if seen & 1 << k != 0 {
-                return None;
-            }
-            seen |= 1 << k;
+        Cursor::new(text).struct_members(&MEMBERS, |k, c| {
             if k < 8 {
                 let plain = c.plain_str()?.map(JsonStr::borrowed);
                 *[
