@@ -53,48 +53,49 @@ pub const OPAQUE_PAYLOAD_TOKENS: u64 = 8;
 pub fn opaque_payloads(json: &str) -> Vec<std::ops::Range<usize>> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
-    const DATA: &str = "\"data\"";
-    const KEYS: [&str; 3] = [
-        "\"signature\"",
-        "\"encrypted_content\"",
-        "\"thoughtSignature\"",
-    ];
-    // Every block of every read goes through here, most with no payload: the
-    // searchers are built once (and are faster than `str::contains` on these keys).
-    static FIND: LazyLock<[Finder<'static>; 6]> = LazyLock::new(|| {
-        [
-            Finder::new("\"redacted_thinking\""),
-            Finder::new(KEYS[0]),
-            Finder::new(KEYS[1]),
-            Finder::new(KEYS[2]),
-            Finder::new(DATA),
-            Finder::new("\"compaction\""),
-        ]
+    /// Every block of every read goes through here, most with no payload: the
+    /// searchers are built once (and are faster than `str::contains` on these keys).
+    struct Searchers {
+        /// Two that every text with a key passes: `"signature"` and
+        /// `"thoughtSignature"` end in `ignature"`; `"redacted_thinking"` and
+        /// `"encrypted_content"` hold `ted_`.
+        gate: [Finder<'static>; 2],
+        redacted: Finder<'static>,
+        compaction: Finder<'static>,
+        /// The payload keys, `data` last (a key only beside a `redacted_thinking`).
+        keys: [Finder<'static>; 4],
+    }
+    static FIND: LazyLock<Searchers> = LazyLock::new(|| Searchers {
+        gate: [Finder::new("ignature\""), Finder::new("ted_")],
+        redacted: Finder::new("\"redacted_thinking\""),
+        compaction: Finder::new("\"compaction\""),
+        keys: [
+            Finder::new("\"signature\""),
+            Finder::new("\"encrypted_content\""),
+            Finder::new("\"thoughtSignature\""),
+            Finder::new("\"data\""),
+        ],
     });
     // A string holds no member, so no payload, whatever its text says (a quote in it
     // is escaped, and a key preceded by a backslash is skipped below): a text block's
-    // or a tool output's string is not searched four times for keys. O(1).
+    // or a tool output's string is not searched for keys. O(1).
     if json.trim_start().starts_with('"') {
         return Vec::new();
     }
     let bytes = json.as_bytes();
-    // Two searches that every text with a key passes (`"signature"` and
-    // `"thoughtSignature"` end in `ignature"`; `"redacted_thinking"` and
-    // `"encrypted_content"` hold `ted_`) turn most texts away before the four.
-    static GATE: LazyLock<[Finder<'static>; 2]> =
-        LazyLock::new(|| [Finder::new("ignature\""), Finder::new("ted_")]);
-    if GATE.iter().all(|g| g.find(bytes).is_none()) {
+    let found = |f: &Finder<'_>| f.find(bytes).is_some();
+    if !FIND.gate.iter().any(found) {
         return Vec::new();
     }
-    let redacted = FIND[0].find(bytes).is_some();
-    if !redacted && !FIND[1..4].iter().any(|k| k.find(bytes).is_some()) {
+    let redacted = found(&FIND.redacted);
+    let keys = if redacted {
+        &FIND.keys[..]
+    } else {
+        &FIND.keys[..3]
+    };
+    if !redacted && !keys.iter().any(found) || found(&FIND.compaction) {
         return Vec::new();
     }
-    if FIND[5].find(bytes).is_some() {
-        return Vec::new();
-    }
-    // The keys' searchers, `data`'s only beside a `redacted_thinking` block.
-    let keys = if redacted { &FIND[1..5] } else { &FIND[1..4] };
     let mut out = Vec::new();
     for key in keys {
         let len = key.needle().len();
