@@ -7,9 +7,9 @@
 //! as a multiple of one dependent DRAM load measured in the same run (a pointer chase
 //! over a 256 MB random cyclic permutation, `--chase-mib`; a session whose tracker is
 //! larger is also given in loads of a chase as large as its heap, since on a virtual
-//! machine a load costs more as the memory touched grows). The input is generated in batches outside
-//! the clock, so `--records 100000000` needs only the tracker's memory (about 1.2 GB)
-//! and one batch. `cargo bench` gives the careful numbers.
+//! machine a load costs more as the memory touched grows). The input is generated in
+//! batches outside the clock, so `--records 100000000` needs only the tracker's memory
+//! (about 1.2 GB) and one batch. `cargo bench` gives the careful numbers.
 
 use std::hint::black_box;
 use std::io::{self, Write};
