@@ -51,7 +51,7 @@ pub use summary::{
     estimate_tokens, first_line, shorten_arguments, summary_text,
 };
 #[cfg(feature = "formats")]
-pub(crate) use summary::{FIRST_LINE_CHARS, LEDGER_HEADING};
+pub(crate) use summary::{FIRST_LINE_CHARS, LEDGER_HEADING, nth_char_start};
 pub use validate::{
     CallState, Options, PairingStructure, Report, Violation, validate, validate_records,
 };

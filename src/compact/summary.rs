@@ -144,8 +144,8 @@ pub fn first_line(content: &str) -> String {
     if line.len() <= FIRST_LINE_CHARS {
         return line.to_owned();
     }
-    match line.char_indices().nth(FIRST_LINE_CHARS) {
-        Some((end, _)) => {
+    match nth_char_start(line, FIRST_LINE_CHARS) {
+        Some(end) => {
             let mut cut = String::with_capacity(end + '…'.len_utf8());
             cut.push_str(&line[..end]);
             cut.push('…');
@@ -153,6 +153,16 @@ pub fn first_line(content: &str) -> String {
         }
         None => line.to_owned(),
     }
+}
+
+/// Where the character after the first `n` of `text` starts (`char_indices().nth(n)`),
+/// `None` when `text` has no more than `n`. **O(n)**, and no character decoded when the
+/// first `n` bytes are ASCII (one vectorized check): the common case of a long line.
+pub(crate) fn nth_char_start(text: &str, n: usize) -> Option<usize> {
+    if text.len() > n && text.as_bytes()[..n].is_ascii() {
+        return Some(n);
+    }
+    text.char_indices().nth(n).map(|(at, _)| at)
 }
 
 /// The unit of the pair `call` (a `tool_use` entry) and `result` (its first result).
@@ -634,6 +644,23 @@ mod tests {
                 line.to_owned()
             };
             proptest::prop_assert_eq!(first_line(&content), want);
+        }
+
+        /// The ASCII shortcut finds the character `char_indices` finds: texts mostly
+        /// ASCII, with a character of two to four bytes before, at or after the cut.
+        #[test]
+        fn nth_char_start_is_char_indices_nth(
+            ascii in 0usize..40,
+            wide in proptest::sample::select(vec!["", "é", "€", "😀"]),
+            tail in 0usize..6,
+            n in 0usize..50,
+        ) {
+            let text = format!("{}{wide}{}", "a".repeat(ascii), "b".repeat(tail));
+            proptest::prop_assert_eq!(
+                nth_char_start(&text, n),
+                text.char_indices().nth(n).map(|(at, _)| at),
+                "{:?} {}", text, n
+            );
         }
     }
 }

@@ -1010,7 +1010,7 @@ fn capped_line(literal: &str, mut end: usize) -> Option<String> {
         return None;
     }
     let line = text.trim_start();
-    let (cut, _) = line.char_indices().nth(FIRST_LINE_CHARS)?;
+    let cut = crate::compact::nth_char_start(line, FIRST_LINE_CHARS)?;
     if line[cut..].chars().all(char::is_whitespace) {
         return None;
     }
