@@ -554,6 +554,19 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
 /// Where the Claude Code `compact_boundary` line right before byte `end` starts (blank
 /// lines between allowed), or `end` when the line before is not one. **O(line)**.
 pub(crate) fn boundary_before(input: &str, end: usize) -> usize {
+    let before = input[..end].trim_end();
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    if is_compact_boundary(&before[start..]) {
+        start
+    } else {
+        end
+    }
+}
+
+/// Whether a Claude Code line is a `compact_boundary` record (`type` `system`,
+/// `subtype` `compact_boundary`). **O(line)**: a caller asking of many lines first
+/// looks for the word.
+pub(crate) fn is_compact_boundary(line: &str) -> bool {
     #[derive(Deserialize)]
     struct Kind<'a> {
         #[serde(rename = "type", borrow, default)]
@@ -561,17 +574,9 @@ pub(crate) fn boundary_before(input: &str, end: usize) -> usize {
         #[serde(borrow, default)]
         subtype: Option<JsonStr<'a>>,
     }
-    let before = input[..end].trim_end();
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    match serde_json::from_str::<Kind<'_>>(&before[start..]) {
-        Ok(k)
-            if opt_str(&k.kind) == Some("system")
-                && opt_str(&k.subtype) == Some("compact_boundary") =>
-        {
-            start
-        }
-        _ => end,
-    }
+    serde_json::from_str::<Kind<'_>>(line).is_ok_and(|k| {
+        opt_str(&k.kind) == Some("system") && opt_str(&k.subtype) == Some("compact_boundary")
+    })
 }
 
 /// The links of a Claude Code line.

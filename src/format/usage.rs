@@ -42,20 +42,11 @@ pub fn reported_context_tokens(text: &str, format: Format) -> Option<u64> {
     all.into_iter().rev().find_map(|span| codex(&text[span]))
 }
 
-/// Whether a Claude Code line is a `compact_boundary` record (`type` `system`,
-/// `subtype` `compact_boundary`). **O(1)** unless the line names one, then **O(line)**.
+/// Whether a Claude Code line is a `compact_boundary` record: the word searched for
+/// first, so only such lines are parsed. **O(1)** unless the line names one, then
+/// **O(line)**.
 fn is_compact_boundary(line: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Kind<'a> {
-        #[serde(rename = "type", borrow, default)]
-        kind: Option<std::borrow::Cow<'a, str>>,
-        #[serde(borrow, default)]
-        subtype: Option<std::borrow::Cow<'a, str>>,
-    }
-    line.contains("\"compact_boundary\"")
-        && serde_json::from_str::<Kind<'_>>(line).is_ok_and(|k| {
-            k.kind.as_deref() == Some("system") && k.subtype.as_deref() == Some("compact_boundary")
-        })
+    line.contains("\"compact_boundary\"") && super::claude_code::is_compact_boundary(line)
 }
 
 /// The `message.usage` of a Claude Code line, and whether the line is an assistant
