@@ -8,15 +8,22 @@
 //! to `C` from 4, so short logs stay small; the table of chunk pointers, `1 / C` of the
 //! elements, is the only other thing that doubles), popping from the front frees whole
 //! chunks, and the slack is at most one chunk at each end.
+//!
+//! The chunk table is a `Vec` whose first `gone` slots are chunks already freed (empty,
+//! so no heap), closed up once they are half the table: an element is reached with
+//! one offset and no ring arithmetic, and the last one (read by every append) is the
+//! last chunk's last.
 
-use std::collections::VecDeque;
 use std::ops::{Index, IndexMut};
 
 /// A double-ended queue of `T` in chunks of `C` elements (pushed at the back, popped
-/// at either end). Element `i` lives in chunk `(front + i) / C` at `(front + i) % C`.
+/// at either end). Element `i` lives in chunk `gone + (front + i) / C` at
+/// `(front + i) % C`.
 #[derive(Clone, Debug)]
 pub(crate) struct Chunked<T, const C: usize> {
-    chunks: VecDeque<Vec<T>>,
+    chunks: Vec<Vec<T>>,
+    /// Slots at the start of `chunks` whose chunks were popped (empty `Vec`s).
+    gone: usize,
     /// Elements of the first chunk already popped (still stored until it goes).
     front: usize,
     len: usize,
@@ -25,7 +32,8 @@ pub(crate) struct Chunked<T, const C: usize> {
 impl<T, const C: usize> Default for Chunked<T, C> {
     fn default() -> Self {
         Chunked {
-            chunks: VecDeque::new(),
+            chunks: Vec::new(),
+            gone: 0,
             front: 0,
             len: 0,
         }
@@ -47,28 +55,26 @@ impl<T, const C: usize> Chunked<T, C> {
             return None;
         }
         let p = self.front + i;
-        self.chunks.get(p / C).and_then(|c| c.get(p % C))
-    }
-
-    #[inline]
-    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        if i >= self.len {
-            return None;
-        }
-        let p = self.front + i;
-        self.chunks.get_mut(p / C).and_then(|c| c.get_mut(p % C))
+        self.chunks
+            .get(self.gone + p / C)
+            .and_then(|c| c.get(p % C))
     }
 
     /// The last element. **O(1)**.
     #[inline]
     pub(crate) fn back(&self) -> Option<&T> {
-        self.len.checked_sub(1).and_then(|i| self.get(i))
+        // The last element is the last chunk's last: only the first live chunk is
+        // entered at an offset (`front`), no live chunk is empty (the freed ones are
+        // at the front), and an empty deque holds none. So no index is computed:
+        // every append reads the last block.
+        self.chunks.last()?.last()
     }
 
     /// The last element, to change. **O(1)**.
     #[inline]
     pub(crate) fn back_mut(&mut self) -> Option<&mut T> {
-        self.len.checked_sub(1).and_then(|i| self.get_mut(i))
+        // As in `back`.
+        self.chunks.last_mut()?.last_mut()
     }
 
     /// The first element. **O(1)**.
@@ -80,7 +86,7 @@ impl<T, const C: usize> Chunked<T, C> {
     /// `C` pushes.
     #[inline]
     pub(crate) fn push_back(&mut self, value: T) {
-        match self.chunks.back_mut() {
+        match self.chunks.last_mut() {
             Some(last) if last.len() < C => last.push(value),
             _ => {
                 // A fresh deque's first chunk starts small and doubles up to `C` (a
@@ -89,7 +95,7 @@ impl<T, const C: usize> Chunked<T, C> {
                 let first = if self.chunks.is_empty() { C.min(4) } else { C };
                 let mut chunk = Vec::with_capacity(first);
                 chunk.push(value);
-                self.chunks.push_back(chunk);
+                self.chunks.push(chunk);
             }
         }
         self.len += 1;
@@ -103,11 +109,19 @@ impl<T, const C: usize> Chunked<T, C> {
         }
         self.len -= 1;
         self.front += 1;
-        if self.front == C || self.len == 0 {
-            self.chunks.pop_front();
+        if self.len == 0 {
+            self.chunks.clear();
+            self.gone = 0;
             self.front = 0;
-            if self.len == 0 {
-                self.chunks.clear();
+        } else if self.front == C {
+            // The first chunk is spent: freed now, its slot closed up with the others
+            // once they are half the table (O(1) amortized).
+            self.chunks[self.gone] = Vec::new();
+            self.gone += 1;
+            self.front = 0;
+            if 2 * self.gone >= self.chunks.len() {
+                self.chunks.drain(..self.gone);
+                self.gone = 0;
             }
         }
     }
@@ -120,14 +134,15 @@ impl<T, const C: usize> Chunked<T, C> {
         }
         if n == 0 {
             self.chunks.clear();
+            self.gone = 0;
             self.front = 0;
             self.len = 0;
             return;
         }
         let end = self.front + n;
         let keep = end.div_ceil(C);
-        self.chunks.truncate(keep);
-        if let Some(last) = self.chunks.back_mut() {
+        self.chunks.truncate(self.gone + keep);
+        if let Some(last) = self.chunks.last_mut() {
             last.truncate(end - (keep - 1) * C);
         }
         self.len = n;
@@ -146,7 +161,7 @@ impl<T, const C: usize> Chunked<T, C> {
         chunks.map(move |c| {
             let a = from.max(c * C) - c * C;
             let b = to.min((c + 1) * C) - c * C;
-            &self.chunks[c][a..b]
+            &self.chunks[self.gone + c][a..b]
         })
     }
 
@@ -176,7 +191,7 @@ impl<T, const C: usize> Index<usize> for Chunked<T, C> {
     fn index(&self, i: usize) -> &T {
         let p = self.front + i;
         assert!(i < self.len, "index {i} out of {} elements", self.len);
-        &self.chunks[p / C][p % C]
+        &self.chunks[self.gone + p / C][p % C]
     }
 }
 
@@ -185,7 +200,7 @@ impl<T, const C: usize> IndexMut<usize> for Chunked<T, C> {
     fn index_mut(&mut self, i: usize) -> &mut T {
         let p = self.front + i;
         assert!(i < self.len, "index {i} out of {} elements", self.len);
-        &mut self.chunks[p / C][p % C]
+        &mut self.chunks[self.gone + p / C][p % C]
     }
 }
 
@@ -232,6 +247,12 @@ mod tests {
                         a.truncate(n);
                         b.truncate(n);
                     }
+                    5 if step % 2 == 0 => {
+                        if let (Some(x), Some(y)) = (a.back_mut(), b.back_mut()) {
+                            *x += 7;
+                            *y += 7;
+                        }
+                    }
                     _ => {
                         if !b.is_empty() {
                             let i = rng() as usize % b.len();
@@ -243,6 +264,7 @@ mod tests {
                 assert_eq!(a.len(), b.len());
                 assert!(a.iter().eq(b.iter()));
                 assert_eq!(a.back(), b.back());
+                assert_eq!(a.back_mut(), b.back_mut());
                 assert_eq!(a.front(), b.front());
                 let lo = if b.is_empty() {
                     0
