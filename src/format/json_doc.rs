@@ -901,7 +901,13 @@ fn first_line_of_string(literal: &str, capped: bool) -> Option<String> {
             _ => break,
         }
     }
-    let prefix = literal.get(..i.min(bytes.len()))?;
+    prefix_text(literal.get(..i.min(bytes.len()))?)
+}
+
+/// The text of a string literal's first bytes `prefix` (its opening quote included),
+/// as serde_json reads them closed by a quote: [`unescape`] where that answers,
+/// serde_json on a closed copy where it does not. **O(len)**.
+fn prefix_text(prefix: &str) -> Option<String> {
     unescape(prefix.get(1..)?)
         .or_else(|| serde_json::from_str::<String>(&format!("{prefix}\"")).ok())
 }
@@ -1003,9 +1009,7 @@ fn capped_line(literal: &str, mut end: usize) -> Option<String> {
         end += 1;
     }
     // A surrogate pair cut in two fails here, and the whole line is read.
-    let prefix = literal.get(..end)?;
-    let text = unescape(prefix.get(1..)?)
-        .or_else(|| serde_json::from_str::<String>(&format!("{prefix}\"")).ok())?;
+    let text = prefix_text(literal.get(..end)?)?;
     if text.contains(['\n', '\r']) {
         return None;
     }
