@@ -82,7 +82,9 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                     .map_err(|m| invalid(format!("payload: {m}")))?;
                 let role = parsed.role;
                 messages.push(Message {
-                    aborts_turn: is_turn_aborted(payload.get()),
+                    // Only a user message can be the note: the search is skipped for
+                    // the calls, outputs and reasoning that make up most items.
+                    aborts_turn: role == Role::User && is_turn_aborted(payload.get()),
                     ..Message::printed(role, line, span, parsed.into_blocks())
                 });
             }
