@@ -30,6 +30,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
 use crate::compact::{LEDGER_HEADING, SummaryParts};
 use crate::{AppendError, CallId, Record, Tracker};
 
@@ -351,6 +353,11 @@ fn holds_ledger(text: &str) -> bool {
 }
 
 /// One message of a transcript.
+///
+/// The per-block lists and the spans hold one entry inline ([`SmallVec`], no larger
+/// than a `Vec`): most messages of a JSON-lines file are one block on one line, and
+/// three allocations per message were a tenth of reading a Codex rollout
+/// (docs/performance.md, "tenth pass").
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub struct Message {
@@ -360,14 +367,14 @@ pub struct Message {
     pub line: usize,
     /// Byte ranges of the input that hold it: one for JSON documents, one per line
     /// for JSONL (a Claude Code message spans one record per content block).
-    pub spans: Vec<Range<usize>>,
+    pub spans: SmallVec<[Range<usize>; 1]>,
     /// Its blocks, in order, with their token estimates. Never empty.
     pub blocks: Vec<(Block, u64)>,
     /// The 1-based line of the input where each block's JSON starts, one per block
     /// (`block_lines[k]` for `blocks[k]`): the line of the record holding it in JSONL
     /// (a rebuilt Claude Code message spans several records), of the block itself in a
     /// JSON document. Violations name it ([`Message::block_line`]).
-    pub block_lines: Vec<usize>,
+    pub block_lines: SmallVec<[usize; 1]>,
     /// Whether a provider binds this message to the one before it (no cut between).
     pub bound: bool,
     /// Whether it is the first message after a compaction boundary of the file
@@ -378,7 +385,7 @@ pub struct Message {
     /// `blocks[k]`), 0 where the reader has no text of its own for the block:
     /// byte-identity of blocks across two versions of a log
     /// ([`rules::check_against`]).
-    pub prints: Vec<u64>,
+    pub prints: SmallVec<[u64; 1]>,
     /// The blocks that carry a provider signature or server id binding them, by
     /// index, increasing: a Gemini `thoughtSignature` on the part itself; an OpenAI
     /// Responses item's server `id` (refused once the reasoning before it is gone).
@@ -405,15 +412,15 @@ impl Message {
         // Room for as many blocks as `blocks` has room for: a message built block by
         // block (`printed`, a document's element) allocates each list once.
         let (mut block_lines, mut prints) = (
-            Vec::with_capacity(blocks.capacity()),
-            Vec::with_capacity(blocks.capacity()),
+            SmallVec::with_capacity(blocks.capacity()),
+            SmallVec::with_capacity(blocks.capacity()),
         );
         block_lines.resize(blocks.len(), line);
         prints.resize(blocks.len(), 0);
         Message {
             role,
             line,
-            spans: vec![span],
+            spans: smallvec::smallvec![span],
             block_lines,
             prints,
             signed: Vec::new(),
@@ -431,8 +438,9 @@ impl Message {
         role: Role,
         line: usize,
         span: Range<usize>,
-        blocks: Vec<(Block, u64, u64)>,
+        blocks: impl IntoIterator<Item = (Block, u64, u64), IntoIter: ExactSizeIterator>,
     ) -> Message {
+        let blocks = blocks.into_iter();
         let mut message = Message::from_line(role, line, span, Vec::with_capacity(blocks.len()));
         for (block, tokens, print) in blocks {
             message.push_block(block, tokens, line, print);
@@ -764,12 +772,12 @@ impl Parsed<'_> {
     }
 
     /// The blocks with the fingerprints of their texts (JSONL: every block is on the
-    /// record's line). **O(len)**.
-    pub(crate) fn into_blocks(self) -> Vec<(Block, u64, u64)> {
+    /// record's line), taken as they are read: no list of its own (a line's message
+    /// is built from it directly, [`Message::printed`]). **O(len)**.
+    pub(crate) fn into_blocks(self) -> impl ExactSizeIterator<Item = (Block, u64, u64)> {
         self.blocks
             .into_iter()
             .map(|(b, t, at)| (b, t, fingerprint(at)))
-            .collect()
     }
 }
 

@@ -282,7 +282,7 @@ fn assert_kept(case: &str, before: &Transcript, after: &Transcript) {
         let tail = |t: &Transcript| -> Vec<Vec<u64>> {
             t.messages[t.messages.len() - 2..]
                 .iter()
-                .map(|m| m.prints.clone())
+                .map(|m| m.prints.to_vec())
                 .collect()
         };
         assert_eq!(tail(after), tail(before), "{case}: the script's turn");
@@ -315,7 +315,7 @@ fn assert_kept(case: &str, before: &Transcript, after: &Transcript) {
         t.messages
             .iter()
             .filter(|m| m.blocks.iter().any(|(b, _)| matches!(b, Block::Control(_))))
-            .map(|m| m.prints.clone())
+            .map(|m| m.prints.to_vec())
             .collect()
     };
     assert_eq!(

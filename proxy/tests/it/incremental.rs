@@ -43,7 +43,7 @@ fn unplaced(m: &Message) -> Unplaced {
         m.blocks.clone(),
         m.bound,
         m.starts_history,
-        m.prints.clone(),
+        m.prints.to_vec(),
         m.signed.clone(),
         m.aborts_turn,
         m.notes.clone(),
