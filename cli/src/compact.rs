@@ -53,11 +53,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TEXT")]
     summary: Option<String>,
     /// Tokens to count for the summary record [default: about a quarter of its bytes]
-    /// (records JSONL only).
+    /// (records JSONL only: a provider format's summary message is counted as written;
+    /// refused there, and with a --strategy other than summarize).
     #[arg(long, value_name = "TOKENS")]
     summary_tokens: Option<u64>,
-    /// Cut string argument fields longer than this (never commands, paths, queries)
-    /// (records JSONL only; the provider formats' ledger keeps arguments verbatim).
+    /// Cut string argument fields longer than this (never commands, paths, queries) in
+    /// the summary's ledger, in every format; a later compaction carries them on as
+    /// written. One summary only (--target, --keep, --budget, --strategy summarize):
+    /// refused with another --strategy, whose ledgers keep arguments verbatim.
     #[arg(long, value_name = "CHARS")]
     shorten_arguments: Option<usize>,
     /// Input format: auto, records, anthropic, openai-chat, openai-responses, gemini,
@@ -75,6 +78,23 @@ pub(crate) struct Args {
 }
 
 impl Args {
+    /// The flags of the one summary route (a window, a summary count) that another
+    /// `--strategy` does not read, refused by name rather than ignored. **O(1)**.
+    fn one_summary_flags(&self, strategy: &'static str) -> Result<(), String> {
+        let given = [
+            ("--lookback", self.lookback.is_some()),
+            ("--forward", self.forward),
+            ("--shorten-arguments", self.shorten_arguments.is_some()),
+            ("--summary-tokens", self.summary_tokens.is_some()),
+        ];
+        match given.iter().find(|(_, on)| *on) {
+            Some((flag, _)) => Err(format!(
+                "cutpoint: {flag} applies to one summary (--target, --keep, --budget or --strategy summarize), not to --strategy {strategy}"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The compaction window the flags describe for a log of `total` tokens
     /// (`keep_head` in records).
     fn window(&self, total: u64) -> Window {
@@ -124,15 +144,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 Err(e) => exit::bad_input(&e),
             }
         }
-        (Ok(format), Some(choice)) => crate::strategy::run(
-            source,
-            format,
-            &args.strategy,
-            choice,
-            args.keep_head,
-            args.summary.as_deref(),
-            &args.input,
-        ),
+        (Ok(format), Some(choice)) => match args.one_summary_flags(choice.name()) {
+            Err(why) => exit::bad_input(&why),
+            Ok(()) => crate::strategy::run(
+                source,
+                format,
+                &args.strategy,
+                choice,
+                args.keep_head,
+                args.summary.as_deref(),
+                &args.input,
+            ),
+        },
         (Ok(format), None) => {
             if args.strategy.calibrated && args.strategy.budget.is_none() {
                 return exit::bad_input(
@@ -165,6 +188,12 @@ fn compact(
     budget: Option<u64>,
     calibrated: Option<CalibratedBudget>,
 ) -> ExitCode {
+    if args.summary_tokens.is_some() && !loaded.takes_summary_count() {
+        return exit::bad_input(&format!(
+            "cutpoint: {name}: --summary-tokens applies to records JSONL: a {} summary message is counted as it is written",
+            loaded.format()
+        ));
+    }
     let budget = calibrated.as_ref().map_or(budget, |c| Some(c.estimate));
     let budget_reported = calibrated.as_ref().map(|c| c.reported);
     let fixed = args.summary_tokens.map(|n| move |_: &[Unit]| n);

@@ -161,7 +161,8 @@ pub struct SummaryOptions<'c> {
     /// The summary's prose (the provider formats default to [`DEFAULT_SUMMARY`]).
     pub summary: Option<&'c str>,
     /// What a records summary counts for the ledger it lists (by default about a
-    /// quarter of its bytes).
+    /// quarter of its bytes). Records JSONL only ([`Loaded::takes_summary_count`]):
+    /// a provider format's summary message is counted as written.
     pub summary_tokens: Option<SummaryCount<'c>>,
     /// Keep thinking bound to its prefix valid (the default): what the summary
     /// invalidates is stripped, or the output is a simple compaction, or the summary
@@ -217,7 +218,8 @@ impl<'c> SummaryOptions<'c> {
         self
     }
 
-    /// What a records summary counts. **O(1)**.
+    /// What a records summary counts (records JSONL only,
+    /// [`Loaded::takes_summary_count`]). **O(1)**.
     pub fn summary_tokens(mut self, count: Option<SummaryCount<'c>>) -> Self {
         self.summary_tokens = count;
         self
@@ -413,6 +415,15 @@ impl<'a> Loaded<'a> {
             lines.push(line);
         }
         Ok(Loaded::Unjudged { entries, lines })
+    }
+
+    /// Whether [`SummaryOptions::summary_tokens`] counts this log's summary: records
+    /// JSONL, whose summary record carries the count it is given. A provider
+    /// format's summary message is counted as it is written, by the counter
+    /// [`summarize`](Self::summarize) takes, so a front end that is given a count
+    /// for one refuses it rather than drop it. **O(1)**.
+    pub fn takes_summary_count(&self) -> bool {
+        !matches!(self, Loaded::Transcript { .. })
     }
 
     /// The format it was read as. **O(1)**.

@@ -218,3 +218,136 @@ fn compact_holds_its_input_to_the_caps_and_strict_mode() {
     );
     assert_eq!(text(&out.stdout), "");
 }
+
+/// The one summary route's flags (`--lookback`, `--forward`, `--shorten-arguments`,
+/// `--summary-tokens`) are refused by name with any other `--strategy`, which reads
+/// none of them: before, each was accepted and ignored (exit 0, the same bytes as
+/// without it). `--strategy summarize` is the one summary route and takes them.
+#[test]
+fn one_summary_flags_are_refused_by_the_other_strategies() {
+    let flags: [&[&str]; 4] = [
+        &["--lookback", "100"],
+        &["--forward"],
+        &["--shorten-arguments", "20"],
+        &["--summary-tokens", "9"],
+    ];
+    for strategy in ["pipeline", "clear", "digest", "truncate"] {
+        for flag in flags {
+            let mut args = vec!["compact", "--strategy", strategy, "--budget", "2000"];
+            args.extend(flag);
+            args.push("-");
+            exits(
+                &args,
+                LOG.as_bytes(),
+                2,
+                &format!("{} applies to one summary", flag[0]),
+            );
+        }
+    }
+    for flag in flags {
+        let mut args = vec!["compact", "--strategy", "summarize", "--budget", "2000"];
+        args.extend(flag);
+        args.push("-");
+        let out = cutpoint(&args, LOG.as_bytes());
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "{flag:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// `--summary-tokens` sets the count of a records summary; a provider format's
+/// summary message is counted as it is written, so there the flag is refused by name
+/// (before, it was ignored: exit 0, the bytes of a run without it).
+#[test]
+fn summary_tokens_counts_a_records_summary_and_is_refused_for_a_transcript() {
+    let out = cutpoint(
+        &[
+            "compact",
+            "--target",
+            "4000",
+            "--forward",
+            "--summary-tokens",
+            "77",
+            "-",
+        ],
+        LOG.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = text(&out.stdout)
+        .lines()
+        .find(|l| l.contains(r#""kind":"summary""#))
+        .map(str::to_owned)
+        .expect("a summary record");
+    assert!(summary.contains(r#""tokens":77"#), "{summary}");
+    let claude =
+        common::root("tests/fixtures/transcripts/claude-code__spotter__4d5611e5-main.jsonl");
+    let path = claude.to_str().expect("a UTF-8 path");
+    exits(
+        &[
+            "compact",
+            "--target",
+            "5000",
+            "--summary-tokens",
+            "77",
+            path,
+        ],
+        b"",
+        2,
+        "--summary-tokens applies to records JSONL",
+    );
+}
+
+/// `--shorten-arguments` shortens the summary's ledger in a provider format too (the
+/// help said "records JSONL only" while the Claude Code ledger was shortened), and the
+/// output is its own input: clean by `check --before` the original, and a second
+/// compaction carries the shortened arguments on as they were written.
+#[test]
+fn shortened_arguments_are_written_in_a_transcript_and_carried_on() {
+    let input =
+        common::root("tests/fixtures/transcripts/claude-code__spotter__4d5611e5-main.jsonl");
+    let input = input.to_str().expect("a UTF-8 path");
+    let whole = cutpoint(&["compact", "--target", "5000", input], b"");
+    let short = cutpoint(
+        &[
+            "compact",
+            "--target",
+            "5000",
+            "--shorten-arguments",
+            "20",
+            input,
+        ],
+        b"",
+    );
+    assert_eq!(short.status.code(), Some(0), "{}", text(&short.stderr));
+    assert_ne!(text(&short.stdout), text(&whole.stdout));
+    // The Edit call's strings, cut at 20 characters, with what was left out counted.
+    let ledger_line = |out: &str, id: &str| -> String {
+        let at = out.find(id).unwrap_or_else(|| panic!("{id} in the ledger"));
+        let rest = &out[at..];
+        // Up to the ledger's next line, or the end of the JSON string that holds it.
+        let end = [rest.find("\\n"), rest.find("\",\"")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let id = "toolu_01U7yfRx8AD7MahegovUwexY";
+    let first = ledger_line(&text(&short.stdout), id);
+    assert!(first.contains("more chars]"), "{first}");
+    assert!(!ledger_line(&text(&whole.stdout), id).contains("more chars]"));
+    let dir = std::env::temp_dir().join(format!("cutpoint-shorten-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let once = dir.join("once.jsonl");
+    std::fs::write(&once, &short.stdout).expect("written");
+    let once = once.to_str().expect("a UTF-8 path");
+    let checked = cutpoint(&["check", "--before", input, once], b"");
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stdout));
+    let again = cutpoint(&["compact", "--target", "20000", once], b"");
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(ledger_line(&text(&again.stdout), id), first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
