@@ -144,7 +144,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 Err(e) => exit::bad_input(&e),
             }
         }
-        (Ok(format), Some(choice)) => match args.one_summary_flags(choice.name()) {
+        (Ok(format), Some(choice)) => match args
+            .one_summary_flags(choice.name())
+            .and_then(|()| args.strategy.stage_flags(choice, args.summary.is_some()))
+        {
             Err(why) => exit::bad_input(&why),
             Ok(()) => crate::strategy::run(
                 source,

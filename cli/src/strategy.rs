@@ -120,12 +120,58 @@ impl StrategyArgs {
     /// `strategy="summarize"`): `--keep-turns`, a floor it has no way to keep, is
     /// refused. **O(1)**.
     pub(crate) fn summarize_flags(&self) -> Result<(), String> {
-        // A floor it cannot keep is refused, not ignored (the flags of one other
-        // strategy, such as clear's, are ignored by every strategy but that one).
+        // A floor it cannot keep is refused, not ignored; so are the options of the
+        // strategies it does not run (clear's, a pipeline's preset).
         if self.keep_turns.is_some() {
             return Err("cutpoint: --keep-turns does not apply to --strategy summarize (one summary within the budget: --keep-head pins messages at the front, and the cut is the nearest legal one that meets the budget)".to_owned());
         }
-        Ok(())
+        // What the one summary route reads, for the message.
+        const TAKES: [&str; 11] = [
+            "budget",
+            "keep_head",
+            "lookback",
+            "forward",
+            "summary",
+            "summary_tokens",
+            "shorten_arguments",
+            "context_window",
+            "max_output",
+            "keep_thinking_valid",
+            "calibrated",
+        ];
+        self.unread("summarize", &TAKES, false)
+    }
+
+    /// The options of the strategies (clear's, a pipeline's preset and summary
+    /// prose; `summary`: whether `--summary` was given) that `choice` does not read
+    /// ([`Choice::options`], the Python binding's table too), refused by name rather
+    /// than ignored. **O(1)**.
+    pub(crate) fn stage_flags(&self, choice: Choice, summary: bool) -> Result<(), String> {
+        self.unread(choice.name(), choice.options(), summary)
+    }
+
+    /// The first of the strategies' own options given and not in `takes`.
+    fn unread(&self, strategy: &str, takes: &[&str], summary: bool) -> Result<(), String> {
+        let given = [
+            ("keep_tool_uses", self.keep_tool_uses.is_some()),
+            ("clear_at_least", self.clear_at_least.is_some()),
+            ("exclude_tools", !self.exclude_tools.is_empty()),
+            ("clear_tool_inputs", self.clear_tool_inputs.is_some()),
+            ("preset", self.preset.is_some()),
+            ("summary", summary),
+        ];
+        let flag = |option: &str| format!("--{}", option.replace('_', "-"));
+        match given
+            .iter()
+            .find(|(option, on)| *on && !takes.contains(option))
+        {
+            None => Ok(()),
+            Some((option, _)) => Err(format!(
+                "cutpoint: --strategy {strategy} takes no {}; its options: {}",
+                flag(option),
+                takes.iter().map(|o| flag(o)).collect::<Vec<_>>().join(", ")
+            )),
+        }
     }
 
     /// With `--calibrated`, the budget in the estimate's units

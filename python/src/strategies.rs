@@ -8,7 +8,7 @@
 
 use cutpoint::compact::pipeline::{Pipeline, PipelineReport, Preset, Progress, Settings, Step};
 use cutpoint::compact::strategy::{
-    CLEARED_RESULT_TEXT, ClearInputs, Kind, LeftAlone, NoProgress, Prose, SummaryRequest,
+    CLEARED_RESULT_TEXT, ClearInputs, LeftAlone, NoProgress, Prose, SummaryRequest,
 };
 use cutpoint::format::{CalibratedBudget, Format};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -19,51 +19,6 @@ use crate::errors;
 use crate::formats::{Counter, calibrated_budget, flag, load};
 
 pub(crate) use cutpoint::compact::pipeline::Choice;
-
-/// The options `choice` takes, as the TypeError for an unknown one lists them.
-/// **O(1)**.
-fn options_of(choice: Choice) -> &'static [&'static str] {
-    const FLOORS: [&str; 7] = [
-        "budget",
-        "keep_head",
-        "keep_turns",
-        "context_window",
-        "max_output",
-        "keep_thinking_valid",
-        "calibrated",
-    ];
-    match choice {
-        Choice::One(Kind::Clear) => &[
-            FLOORS[0],
-            FLOORS[1],
-            FLOORS[2],
-            FLOORS[3],
-            FLOORS[4],
-            FLOORS[5],
-            FLOORS[6],
-            "keep_tool_uses",
-            "clear_at_least",
-            "exclude_tools",
-            "clear_tool_inputs",
-        ],
-        Choice::Pipeline => &[
-            FLOORS[0],
-            FLOORS[1],
-            FLOORS[2],
-            FLOORS[3],
-            FLOORS[4],
-            FLOORS[5],
-            FLOORS[6],
-            "preset",
-            "keep_tool_uses",
-            "clear_at_least",
-            "exclude_tools",
-            "clear_tool_inputs",
-            "summary",
-        ],
-        _ => &FLOORS,
-    }
-}
 
 /// The options of the strategies, named as the CLI's flags are (`--keep-tool-uses`
 /// is `keep_tool_uses`, ...).
@@ -135,11 +90,11 @@ impl Options {
         };
         for (key, value) in options.into_iter().flat_map(|o| o.iter()) {
             let key: String = key.extract()?;
-            if !options_of(choice).contains(&key.as_str()) {
+            if !choice.options().contains(&key.as_str()) {
                 return Err(PyTypeError::new_err(format!(
                     "strategy {:?} takes no option {key:?}; it takes: {}",
                     choice.name(),
-                    options_of(choice).join(", ")
+                    choice.options().join(", ")
                 )));
             }
             if value.is_none() {

@@ -605,6 +605,49 @@ impl Choice {
             Choice::Pipeline => "pipeline",
         }
     }
+
+    /// The [`Settings`] it reads, named as the Python binding's options are (the
+    /// CLI's flags are these with dashes): the floors and the budget for every
+    /// strategy, clear's four for clear and for a pipeline (whose presets clear),
+    /// and a pipeline's preset and summary prose. A front end refuses any other
+    /// option by name rather than ignore it. (`summarize` as a choice is the one
+    /// summary route, whose options are `format::loaded::SummaryOptions`.) **O(1)**.
+    pub fn options(self) -> &'static [&'static str] {
+        const CLEAR: [&str; 11] = [
+            "budget",
+            "keep_head",
+            "keep_turns",
+            "context_window",
+            "max_output",
+            "keep_thinking_valid",
+            "calibrated",
+            "keep_tool_uses",
+            "clear_at_least",
+            "exclude_tools",
+            "clear_tool_inputs",
+        ];
+        const PIPELINE: [&str; 13] = [
+            "budget",
+            "keep_head",
+            "keep_turns",
+            "context_window",
+            "max_output",
+            "keep_thinking_valid",
+            "calibrated",
+            "preset",
+            "keep_tool_uses",
+            "clear_at_least",
+            "exclude_tools",
+            "clear_tool_inputs",
+            "summary",
+        ];
+        match self {
+            Choice::One(Kind::Clear) => &CLEAR,
+            Choice::Pipeline => &PIPELINE,
+            // The floors and the budget.
+            Choice::One(_) => &CLEAR[..7],
+        }
+    }
 }
 
 /// What a caller sets on a strategy or a pipeline, named as the CLI's flags and the

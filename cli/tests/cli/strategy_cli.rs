@@ -48,16 +48,14 @@ fn every_strategy_prints_a_log_that_check_reads_back_clean() {
         } else {
             &[]
         };
-        let args = [
-            "compact",
-            "--strategy",
-            strategy,
-            "--keep-head",
-            "1",
-            "--keep-tool-uses",
-            "1",
-        ];
-        let out = cutpoint(&[&args[..], budget, &["-"]].concat(), LOG.as_bytes());
+        let args = ["compact", "--strategy", strategy, "--keep-head", "1"];
+        // clear's own flag, to clear only (the others refuse it by name).
+        let keep: &[&str] = if strategy == "clear" {
+            &["--keep-tool-uses", "1"]
+        } else {
+            &[]
+        };
+        let out = cutpoint(&[&args[..], keep, budget, &["-"]].concat(), LOG.as_bytes());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -274,19 +272,23 @@ fn real_transcripts_come_back_in_their_format_and_check_clean() {
         let path = root(&format!("tests/fixtures/transcripts/{file}"));
         let input = std::fs::read_to_string(&path).unwrap();
         for strategy in ["clear", "digest", "summarize", "pipeline"] {
+            // The preset is a pipeline's (the others refuse it by name).
+            let preset: &[&str] = if strategy == "pipeline" {
+                &["--preset", "aggressive"]
+            } else {
+                &[]
+            };
+            let args = [
+                "compact",
+                "--strategy",
+                strategy,
+                "--keep-head",
+                "1",
+                "--budget",
+                "100000000",
+            ];
             let out = cutpoint(
-                &[
-                    "compact",
-                    "--strategy",
-                    strategy,
-                    "--keep-head",
-                    "1",
-                    "--budget",
-                    "100000000",
-                    "--preset",
-                    "aggressive",
-                    path.to_str().unwrap(),
-                ],
+                &[&args[..], preset, &[path.to_str().unwrap()]].concat(),
                 b"",
             );
             assert_eq!(
@@ -916,4 +918,65 @@ fn calibrated_budgets_are_the_fit_inverted_and_nothing_else() {
         2,
         "reports none",
     );
+}
+
+/// A strategy's own options given to a strategy that does not run it (clear's to
+/// digest, a preset to clear, summary prose to slide) are refused by name, as the
+/// Python binding refuses them (`test_option_errors_name_what_the_strategy_takes`);
+/// before, the CLI ran as if they were absent (exit 0). Each strategy still takes
+/// its own: clear its four, a pipeline those and its preset and prose, summarize
+/// its prose.
+#[test]
+fn a_strategys_options_are_refused_by_the_strategies_that_do_not_read_them() {
+    let options: [(&str, &[&str]); 6] = [
+        ("keep-tool-uses", &["--keep-tool-uses", "2"]),
+        ("clear-at-least", &["--clear-at-least", "5"]),
+        ("exclude-tools", &["--exclude-tools", "bash"]),
+        ("clear-tool-inputs", &["--clear-tool-inputs"]),
+        ("preset", &["--preset", "gentle"]),
+        ("summary", &["--summary", "x"]),
+    ];
+    let clear = [
+        "keep-tool-uses",
+        "clear-at-least",
+        "exclude-tools",
+        "clear-tool-inputs",
+    ];
+    let takes = |strategy: &str, option: &str| match strategy {
+        "clear" => clear.contains(&option),
+        "pipeline" => true,
+        "summarize" => option == "summary",
+        _ => false,
+    };
+    for strategy in [
+        "clear",
+        "clear-thinking",
+        "digest",
+        "slide",
+        "truncate",
+        "summarize",
+        "pipeline",
+    ] {
+        for (option, flag) in options {
+            let mut args = vec!["compact", "--strategy", strategy, "--budget", "2000"];
+            args.extend(flag);
+            args.push("-");
+            if takes(strategy, option) {
+                let out = cutpoint(&args, LOG.as_bytes());
+                assert_ne!(
+                    out.status.code(),
+                    Some(2),
+                    "{args:?}: {}",
+                    text(&out.stderr)
+                );
+            } else {
+                exits(
+                    &args,
+                    LOG.as_bytes(),
+                    2,
+                    &format!("--strategy {strategy} takes no --{option}; its options: --budget"),
+                );
+            }
+        }
+    }
 }
