@@ -108,6 +108,17 @@ enum ModeArg {
     Compact,
 }
 
+impl ModeArg {
+    /// The mode as `--mode` names it. **O(1)**.
+    fn name(self) -> &'static str {
+        match self {
+            ModeArg::Check => "check",
+            ModeArg::Repair => "repair",
+            ModeArg::Compact => "compact",
+        }
+    }
+}
+
 fn parse_preset(name: &str) -> Result<Preset, String> {
     Preset::from_name(name).ok_or_else(|| {
         format!(
@@ -130,6 +141,23 @@ pub fn run(args: Args) -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init()
         .ok();
+    // The compact mode's flags, given in another mode, are refused by name: the
+    // proxy would otherwise run unasked in check or repair mode, never compacting.
+    if args.mode != ModeArg::Compact {
+        let given = [
+            ("--budget", args.budget.is_some()),
+            ("--context-window", args.context_window.is_some()),
+            ("--max-output", args.max_output.is_some()),
+            ("--preset", args.preset.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+            eprintln!(
+                "cutpoint-proxy: {flag} applies to --mode compact, and the mode is {}",
+                args.mode.name()
+            );
+            return ExitCode::from(2);
+        }
+    }
     let mut config = Config::new(args.upstream.clone());
     config.max_body_bytes = args.max_body_bytes;
     config.max_sessions = args.max_sessions;

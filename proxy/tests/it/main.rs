@@ -3,6 +3,8 @@
 //! provider.
 
 mod check;
+#[cfg(feature = "cli")]
+mod cli;
 mod compact;
 mod hostile;
 mod incremental;
