@@ -613,7 +613,9 @@ impl Choice {
     /// option by name rather than ignore it. (`summarize` as a choice is the one
     /// summary route, whose options are `format::loaded::SummaryOptions`.) **O(1)**.
     pub fn options(self) -> &'static [&'static str] {
-        const CLEAR: [&str; 11] = [
+        // The floors and the budget (every strategy), clear's four (clear and a
+        // pipeline), a pipeline's preset and prose: each choice reads a prefix.
+        const ALL: [&str; 13] = [
             "budget",
             "keep_head",
             "keep_turns",
@@ -625,27 +627,13 @@ impl Choice {
             "clear_at_least",
             "exclude_tools",
             "clear_tool_inputs",
-        ];
-        const PIPELINE: [&str; 13] = [
-            "budget",
-            "keep_head",
-            "keep_turns",
-            "context_window",
-            "max_output",
-            "keep_thinking_valid",
-            "calibrated",
             "preset",
-            "keep_tool_uses",
-            "clear_at_least",
-            "exclude_tools",
-            "clear_tool_inputs",
             "summary",
         ];
         match self {
-            Choice::One(Kind::Clear) => &CLEAR,
-            Choice::Pipeline => &PIPELINE,
-            // The floors and the budget.
-            Choice::One(_) => &CLEAR[..7],
+            Choice::One(Kind::Clear) => &ALL[..11],
+            Choice::Pipeline => &ALL,
+            Choice::One(_) => &ALL[..7],
         }
     }
 }
