@@ -136,6 +136,32 @@ fn rescan(legal: &[bool], sums: &[u64], target: u64, lookback: u64) -> Result<us
     }
 }
 
+/// The forward search's answer over `legal` (`Tracker::select_legal_cut_forward`):
+/// the first legal cut at or past the cut wanted (the first whose prefix reaches the
+/// target, `len` for a target covering the log) that compacts at most `target +
+/// lookahead`, or the [`Deferral`]: the cut wanted as floor and target index, the
+/// nearest legal cut strictly below it, the first legal one from it on. **O(n)**.
+fn rescan_forward(
+    legal: &[bool],
+    sums: &[u64],
+    target: u64,
+    lookahead: u64,
+) -> Result<usize, Deferral> {
+    let len = legal.len() - 1;
+    let wanted = if target >= sums[len] {
+        len
+    } else {
+        (0..len)
+            .find(|&i| sums[i + 1] >= target)
+            .map_or(0, |i| i + 1)
+    };
+    let above = (wanted..=len).find(|&c| legal[c]);
+    match above {
+        Some(c) if sums[c] <= target.saturating_add(lookahead) => Ok(c),
+        _ => Err((wanted, wanted, (0..wanted).rev().find(|&c| legal[c]), above)),
+    }
+}
+
 /// Every query at `targets` × `lookbacks` against the rescan over the log's legality
 /// ([`legality`], [`rescan`]), and one query in [`LITERAL_EVERY`] against the literal
 /// `reference::select_legal_cut` too (at **O(n)** per cut it tests, and per cut of the
@@ -179,6 +205,14 @@ fn assert_queries_match(t: &Tracker, records: &[Record], rng: &mut Rng, what: &s
                 .select_legal_cut(target, lookback)
                 .map_err(|d| deferral(&d));
             assert_eq!(got, rescan(&legal, &s, target, lookback), "{at}");
+            let forward = t
+                .select_legal_cut_forward(target, lookback)
+                .map_err(|d| deferral(&d));
+            assert_eq!(
+                forward,
+                rescan_forward(&legal, &s, target, lookback),
+                "{at}: forward"
+            );
             asked += 1;
             if asked % LITERAL_EVERY == 0 {
                 let literal = reference::select_legal_cut(records, target, lookback)

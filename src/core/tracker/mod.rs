@@ -459,7 +459,11 @@ impl Tracker {
     /// ```
     ///
     /// # Errors
-    /// [`Defer`] when no legal cut lies in the window; it says what blocks.
+    /// [`Defer`] when no legal cut lies in the window; it says what blocks. Its
+    /// `floor` and `target_index` are the cut wanted (the first past the target), its
+    /// `nearest_legal_below` the nearest legal cut below that one, and its
+    /// `nearest_legal_above` the first legal cut from it on, which may be the cut
+    /// wanted itself when that one compacts more than the lookahead allows.
     pub fn select_legal_cut_forward(
         &self,
         target_tokens: u64,
@@ -476,12 +480,16 @@ impl Tracker {
             .cuts
             .at_or_after(wanted)
             .filter(|&c| self.sums.before(c) <= target_tokens.saturating_add(lookahead_tokens));
+        // The window is the one cut wanted (`floor == target_index == wanted`): the
+        // nearest legal cut below it lies strictly below (it was given as `wanted`
+        // itself when that cut is legal but past the lookahead, "0 tokens short" of
+        // a target it passes); the one above may be `wanted` itself.
         found.ok_or_else(|| Defer {
             target_tokens,
             lookback_tokens: lookahead_tokens,
             target_index: wanted,
             floor: wanted,
-            nearest_legal_below: Some(self.cuts.at_or_before(wanted)),
+            nearest_legal_below: wanted.checked_sub(1).map(|w| self.cuts.at_or_before(w)),
             nearest_legal_above: self.cuts.at_or_after(wanted),
             waiting_on: self.pending_before(wanted),
         })
