@@ -131,10 +131,16 @@ pub struct Defer {
 
 impl fmt::Display for Defer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // An unbounded window (a forward search with no lookahead limit) is said so,
+        // not as 18446744073709551615 tokens.
+        let within = match self.lookback_tokens {
+            u64::MAX => "any number of tokens".to_owned(),
+            n => format!("{n} tokens"),
+        };
         write!(
             f,
-            "no pairing-legal cut within {} tokens of target {} (searched cuts {}..={}); defer compaction to the turn boundary",
-            self.lookback_tokens, self.target_tokens, self.floor, self.target_index
+            "no pairing-legal cut within {within} of target {} (searched cuts {}..={}); defer compaction to the turn boundary",
+            self.target_tokens, self.floor, self.target_index
         )?;
         write_waiting_on(f, &self.waiting_on)?;
         match self.nearest_legal_below {

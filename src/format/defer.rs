@@ -195,7 +195,13 @@ impl fmt::Display for DeferReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (one, many) = (self.space.noun(1), self.space.noun(2));
         let (target, lookback, at) = (self.target_tokens, self.lookback_tokens, self.target_at);
-        if self.forward {
+        if self.forward && lookback == u64::MAX {
+            // No lookahead limit: nothing past the target is legal yet.
+            write!(
+                f,
+                "no legal cut from {one} {at} on yet, where the target of {target} tokens is reached; defer compaction to the turn boundary"
+            )?;
+        } else if self.forward {
             write!(
                 f,
                 "no legal cut from {one} {at} on compacts the target of {target} tokens within the {lookback}-token lookahead past it; defer compaction to the turn boundary"

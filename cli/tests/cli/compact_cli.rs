@@ -351,3 +351,40 @@ fn shortened_arguments_are_written_in_a_transcript_and_carried_on() {
     assert_eq!(ledger_line(&text(&again.stdout), id), first);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A forward deferral names the nearest legal cut below the cut it wanted (before,
+/// that cut itself, "0 tokens short" of a target it passes), and a search with no
+/// lookahead limit (`--budget`'s) says that nothing past the target is legal yet
+/// instead of printing an 18446744073709551615-token lookahead.
+#[test]
+fn forward_deferrals_name_the_cuts_around_the_one_wanted() {
+    let clean = r#"{"kind":"user","tokens":100}
+{"kind":"assistant","tokens":50}
+{"kind":"assistant","tokens":100}
+{"kind":"user","tokens":100}
+{"kind":"assistant","tokens":100}
+"#;
+    exits(
+        &[
+            "compact",
+            "--target",
+            "300",
+            "--forward",
+            "--lookback",
+            "45",
+            "-",
+        ],
+        clean.as_bytes(),
+        3,
+        "within the 45-token lookahead past it; defer compaction to the turn boundary; nearest legal cut below: record 3 (50 tokens short of the target); nearest legal cut above: record 4 (50 tokens past the target)",
+    );
+    // The example session ends on a call in flight: no cut past the target is legal.
+    let session = common::root("examples/data/session.jsonl");
+    let out = exits(
+        &["compact", "--budget", "0", session.to_str().expect("UTF-8")],
+        b"",
+        3,
+        "no legal cut from record 102 on yet, where the target of 98395 tokens is reached; defer compaction to the turn boundary; waiting on toolu_900",
+    );
+    assert!(!text(&out.stderr).contains(&u64::MAX.to_string()));
+}

@@ -455,6 +455,15 @@ impl Tracker {
     /// assert_eq!(t.select_legal_cut_forward(300, 1_000), Ok(3));
     /// // ... which compacts 610 tokens, more than 300 + 100.
     /// assert!(t.select_legal_cut_forward(300, 100).is_err());
+    /// // With a call in flight at the end, nothing past the whole log is legal yet,
+    /// // however far the search may go.
+    /// let mut t = t;
+    /// t.append(Record::tool_use("b", 10))?;
+    /// let defer = t.select_legal_cut_forward(700, u64::MAX).unwrap_err();
+    /// assert_eq!(defer.nearest_legal_below, Some(4));
+    /// assert!(defer.to_string().starts_with(
+    ///     "no pairing-legal cut within any number of tokens of target 700 (searched cuts 5..=5)"
+    /// ));
     /// # Ok::<(), cutpoint::AppendError>(())
     /// ```
     ///
