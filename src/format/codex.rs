@@ -78,14 +78,20 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
         };
         match record.kind {
             Some("response_item") => {
-                let parsed = openai_responses::item(payload.get(), counter)
-                    .map_err(|m| invalid(format!("payload: {m}")))?;
-                let role = parsed.role;
+                // One item, one block: the message is built from it directly, and
+                // marked signed when the item carries a server `id`, as a Responses
+                // input's item is (the real rollouts carry none; before, a rollout's
+                // were never marked, so an id whose reasoning went was kept).
+                let (role, block, tokens, signed) =
+                    openai_responses::item_block(payload.get(), counter)
+                        .map_err(|m| invalid(format!("payload: {m}")))?;
+                let print = fingerprint(payload.get());
                 messages.push(Message {
+                    signed: if signed { vec![0] } else { Vec::new() },
                     // Only a user message can be the note: the search is skipped for
                     // the calls, outputs and reasoning that make up most items.
                     aborts_turn: role == Role::User && is_turn_aborted(payload.get()),
-                    ..Message::printed(role, line, span, parsed.into_blocks())
+                    ..Message::printed(role, line, span, [(block, tokens, print)])
                 });
             }
             Some("compacted") => {

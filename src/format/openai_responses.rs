@@ -227,6 +227,21 @@ impl<'a> Item<'a> {
 
 /// Parses one Responses input item. **O(len)**.
 pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Parsed<'a>, String> {
+    let (role, block, tokens, signed) = item_block(text, counter)?;
+    Ok(Parsed {
+        role,
+        blocks: vec![(block, tokens, text)],
+        signed: if signed { vec![0] } else { Vec::new() },
+    })
+}
+
+/// One Responses input item as [`item`] reads it, its one block returned as it is
+/// (no list: a Codex rollout line's message is built from it directly): the role,
+/// the block, its tokens, and whether it carries a server `id`. **O(len)**.
+pub(crate) fn item_block(
+    text: &str,
+    counter: &dyn TokenCounter,
+) -> Result<(Role, Block, u64, bool), String> {
     let item = match Item::scanned(text) {
         Some(item) => item,
         None => serde_json::from_str(text).map_err(|e| describe(&e))?,
@@ -265,15 +280,7 @@ pub(crate) fn item<'a>(text: &'a str, counter: &dyn TokenCounter) -> Result<Pars
         ("message", Some(other)) => return Err(format!("unknown role {other:?}")),
         _ => Role::Item,
     };
-    Ok(Parsed {
-        role,
-        blocks: vec![(block, tokens, text)],
-        signed: if id_of(&item.id).is_some() {
-            vec![0]
-        } else {
-            Vec::new()
-        },
-    })
+    Ok((role, block, tokens, id_of(&item.id).is_some()))
 }
 
 /// Adds to `t` (read from `text` as OpenAI Responses or a Codex rollout) the tools a

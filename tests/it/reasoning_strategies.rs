@@ -246,8 +246,6 @@ fn keep_thinking_valid_strips_what_a_rewrite_invalidates_or_refuses() {
 /// server ids, so this log is written from the documented shapes.
 #[test]
 fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
-    use cutpoint::compact::pipeline::{Pipeline, Progress};
-    use cutpoint::compact::strategy::{Clear, LedgerOnly};
     let big = "x".repeat(4000);
     let items = [
         r#"{"type":"message","role":"user","content":"list the files"}"#.to_owned(),
@@ -266,8 +264,28 @@ fn keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went() {
             .to_owned(),
         r#"{"type":"message","role":"user","content":"thanks"}"#.to_owned(),
     ];
-    let text = format!("[{}]", items.join(",\n"));
-    let f = Format::OpenAiResponses;
+    // The same items as a Responses input and as a Codex rollout's lines: the
+    // rollout reader marks an item with a server id as the Responses reader does.
+    let rollout: Vec<String> = items
+        .iter()
+        .map(|item| {
+            format!(r#"{{"timestamp":"2026-02-23T11:41:32.240Z","type":"response_item","payload":{item}}}"#)
+        })
+        .collect();
+    for (f, text) in [
+        (Format::OpenAiResponses, format!("[{}]", items.join(",\n"))),
+        (Format::CodexRollout, rollout.join("\n") + "\n"),
+    ] {
+        strips_the_server_id(f, &text);
+    }
+}
+
+/// [`keep_thinking_valid_strips_the_server_id_of_an_item_whose_reasoning_went`] on
+/// one format.
+fn strips_the_server_id(f: Format, text: &str) {
+    use cutpoint::compact::pipeline::{Pipeline, Progress};
+    use cutpoint::compact::strategy::{Clear, LedgerOnly};
+    let text = text.to_owned();
     let t = format::read(&text, f, &ByteEstimate).unwrap();
     let live = t.live_tokens();
     let clear = Strategy::Clear(Clear::default().keep_tool_uses(1));
