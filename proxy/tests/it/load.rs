@@ -9,13 +9,17 @@
 //! printed (`-- --nocapture`), never judged. The process's memory under many
 //! sessions is `memory.rs`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::channel::Channel;
 use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Frame;
 
 use crate::support::*;
 
@@ -233,19 +237,56 @@ fn respond(got: &Received) -> Response<Reply> {
             .body(full(chunks.concat()))
             .unwrap();
     }
-    let (mut tx, body) = Channel::<Bytes>::new(2);
-    tokio::spawn(async move {
-        for chunk in chunks {
-            tokio::time::sleep(Duration::from_millis(1 + id % 3)).await;
-            if tx.send_data(chunk).await.is_err() {
-                return;
-            }
-        }
-    });
+    let body = Paced {
+        chunks: chunks.into(),
+        pause: Duration::from_millis(1 + id % 3),
+        sleep: None,
+    };
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(body.boxed_unsync())
         .unwrap()
+}
+
+/// A streamed answer: its chunks one at a time, each after `pause`, made inside the
+/// body's own poll. Not a `Channel` body fed by a spawned task: on a multi-threaded
+/// runtime that one can end before its last chunk (http-body-util 0.1.5: `poll_frame`
+/// finds the frame queue empty, the sender then sends its last chunk and drops, and
+/// the same poll sees the sender gone and ends the body cleanly, the chunk unread).
+/// This test once failed so, an answer whole but for its last 34 bytes, which the
+/// stand-in itself had dropped.
+struct Paced {
+    chunks: VecDeque<Bytes>,
+    pause: Duration,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl hyper::body::Body for Paced {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        if this.chunks.is_empty() {
+            return Poll::Ready(None);
+        }
+        let pause = this.pause;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(pause)));
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        this.sleep = None;
+        Poll::Ready(this.chunks.pop_front().map(|c| Ok(Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
 }
 
 /// Sends `sent` to `base` (the proxy, or the stand-in directly) with `client` and
