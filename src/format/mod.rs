@@ -772,8 +772,9 @@ impl Parsed<'_> {
     }
 
     /// The blocks with the fingerprints of their texts (JSONL: every block is on the
-    /// record's line), taken as they are read: no list of its own (a line's message
-    /// is built from it directly, [`Message::printed`]). **O(len)**.
+    /// record's line), taken as they are read, with no list of their own: a Codex
+    /// `compacted` line gathers its replacement items' blocks into one message
+    /// ([`Message::printed`]). **O(len)**.
     pub(crate) fn into_blocks(self) -> impl ExactSizeIterator<Item = (Block, u64, u64)> {
         self.blocks
             .into_iter()
