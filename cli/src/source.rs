@@ -86,9 +86,16 @@ pub(crate) fn open(file: Option<&Path>, format: FormatArg) -> Result<Source, Str
     let mut reader = reader;
     // What the stream starts with (one buffer, not consumed): a JSON document or JSON
     // lines of another kind are named as such, as a whole input would be.
-    let head = reader
+    let mut head = reader
         .fill_buf()
         .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if head.starts_with(BYTE_ORDER_MARK) {
+        skipped_byte_order_mark(&name);
+        reader.consume(BYTE_ORDER_MARK.len());
+        head = reader
+            .fill_buf()
+            .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    }
     let text = match std::str::from_utf8(head) {
         Ok(text) => text,
         // The buffer may end inside a character: judge the whole ones before it.
@@ -101,6 +108,20 @@ pub(crate) fn open(file: Option<&Path>, format: FormatArg) -> Result<Source, Str
         name,
         body: Body::Stream(reader),
     })
+}
+
+/// UTF-8's byte order mark, which some editors write first and JSON allows nowhere
+/// (RFC 8259, section 8.1: a parser may ignore one). The library refuses a text that
+/// starts with it, by name; the CLI reads the file without it.
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+/// Says on stderr that `name`'s byte order mark was skipped: whatever a subcommand
+/// writes from the input is written without it.
+fn skipped_byte_order_mark(name: &str) {
+    eprintln!(
+        "cutpoint: {name}: skipped the byte order mark (U+FEFF) the input starts with; \
+         JSON allows none, so what is written from it has none"
+    );
 }
 
 /// Inputs larger than this get a progress line on a terminal.
@@ -136,6 +157,10 @@ pub(crate) fn load(file: Option<&Path>) -> Result<Source, String> {
     }
     if progress {
         let _ = writeln!(io::stderr(), "\rreading {name}: done");
+    }
+    if bytes.starts_with(BYTE_ORDER_MARK) {
+        skipped_byte_order_mark(&name);
+        bytes.drain(..BYTE_ORDER_MARK.len());
     }
     Ok(Source {
         name,

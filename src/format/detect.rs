@@ -40,6 +40,20 @@ const RESPONSES_TYPES: [&str; 26] = [
     "tool_search_output",
 ];
 
+/// What a text that starts with a byte order mark is told, by every reader and by
+/// detection: JSON allows none (RFC 8259, section 8.1), so serde_json's own error
+/// would be "expected value" at column 1 of the first line, and detection would see
+/// no format at all. The CLI skips one before reading (and says so). **O(1)**.
+pub(crate) fn byte_order_mark(text: &str) -> Option<FormatError> {
+    text.starts_with('\u{feff}').then(|| FormatError::Invalid {
+        line: 1,
+        message: BYTE_ORDER_MARK.to_owned(),
+    })
+}
+
+/// The message of [`byte_order_mark`]'s error, and of a records line that starts with one.
+pub(crate) const BYTE_ORDER_MARK: &str = "the text starts with a byte order mark (U+FEFF), which JSON does not allow: remove it (the first three bytes, EF BB BF)";
+
 /// How many messages or lines detection looks at.
 const SAMPLE: usize = 200;
 
@@ -56,6 +70,9 @@ pub fn detect_input(bytes: &[u8]) -> Result<Format, FormatError> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Ok(Format::Records);
     };
+    if let Some(e) = byte_order_mark(text) {
+        return Err(e);
+    }
     detect(text).or_else(|e| match may_be_records(text) {
         true => Ok(Format::Records),
         false => Err(e),
@@ -101,6 +118,9 @@ fn may_be_records(text: &str) -> bool {
 /// [`FormatError::Undetected`] when no format fits or more than one does (a log of
 /// plain text messages is valid Anthropic and OpenAI Chat alike); it lists the formats.
 pub fn detect(text: &str) -> Result<Format, FormatError> {
+    if let Some(e) = byte_order_mark(text) {
+        return Err(e);
+    }
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         return Err(undetected("the input is empty"));
@@ -350,6 +370,9 @@ pub(crate) fn is_json_lines(text: &str) -> bool {
 /// left to the reader). **O(sample)** when `text`
 /// is of the format (the scan stops at the first line of it), **O(len)** otherwise.
 pub fn mismatch(text: &str, format: Format) -> Option<FormatError> {
+    if let Some(e) = byte_order_mark(text) {
+        return Some(e);
+    }
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         return None;
@@ -382,8 +405,17 @@ pub fn mismatch(text: &str, format: Format) -> Option<FormatError> {
         Some(want) => {
             let mut unknown = Unknown::default();
             let mut others: Vec<Format> = Vec::new();
+            // The first bytes of a stream end inside a line, as a file cut short does:
+            // that last line is judged by the lines before it, not left to the reader
+            // (which would name line 1 of a Codex rollout named as records).
+            let unfinished = (!trimmed.ends_with('\n'))
+                .then(|| trimmed.lines().last())
+                .flatten();
             for line in trimmed.lines().filter(|l| !l.trim().is_empty()) {
                 let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+                    if unfinished.is_some_and(|last| std::ptr::eq(last, line)) {
+                        break;
+                    }
                     // A line that is no JSON object: the reader names it.
                     return None;
                 };

@@ -183,6 +183,49 @@ fn input_of_another_kind_read_as_records_is_the_readers_mismatch() {
     }
 }
 
+/// A text that starts with a byte order mark is told so by name, by detection and by
+/// every reader (serde_json's own word would be "expected value" at column 1, and
+/// detection would see records JSONL in it).
+#[test]
+fn a_byte_order_mark_is_named_by_detection_and_every_reader() {
+    let bodies = [
+        (Format::Records, "{\"kind\":\"user\",\"tokens\":3}\n"),
+        (Format::OpenAiChat, r#"[{"role": "user", "content": "hi"}]"#),
+        (
+            Format::AnthropicMessages,
+            r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
+        ),
+        (
+            Format::ClaudeCode,
+            "{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+        ),
+    ];
+    for (format, body) in bodies {
+        let marked = format!("\u{feff}{body}");
+        let named = |e: &dyn std::fmt::Display| {
+            let e = e.to_string();
+            assert!(e.contains("byte order mark (U+FEFF)"), "{format}: {e}");
+        };
+        format::read(body, format, &ByteEstimate).unwrap();
+        named(&format::read(&marked, format, &ByteEstimate).unwrap_err());
+        named(&format::detect(&marked).unwrap_err());
+        named(&format::detect_input(marked.as_bytes()).unwrap_err());
+        named(&format::mismatch(&marked, format).unwrap());
+        named(&Loaded::read(&marked, format, &ByteEstimate).unwrap_err());
+    }
+    let line = "\u{feff}{\"kind\":\"user\",\"tokens\":3}";
+    let e = format::records::parse_entry(line, 1)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("byte order mark (U+FEFF)"), "{e}");
+    let e = Reader::new(line.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 1") && e.contains("byte order mark"), "{e}");
+}
+
 #[test]
 fn the_other_formats_run_and_check_as_the_transcript_does() {
     let text = r#"[

@@ -88,6 +88,16 @@ fn a_format_named_for_a_file_of_another_kind_says_so() {
         ("codex", claude.clone()),
         ("anthropic", claude.clone()),
         ("gemini-cli", copilot.clone()),
+        // Records JSONL named is streamed, judged by its first 64 KiB, which end
+        // inside a line of these two (once read as records: `unknown field`).
+        (
+            "records",
+            transcripts("codex__localpush__rollout-12-41-04-parallel7.jsonl"),
+        ),
+        (
+            "records",
+            transcripts("claude-code__spotter__4d5611e5-main.jsonl"),
+        ),
     ];
     for (format, file) in cases {
         for sub in [&["stats"][..], &["check"], &["compact", "--target", "10"]] {
@@ -101,6 +111,66 @@ fn a_format_named_for_a_file_of_another_kind_says_so() {
                 "{args:?}: {err}"
             );
             assert!(!err.contains("EOF while parsing"), "{args:?}: {err}");
+            assert!(!err.contains("unknown field"), "{args:?}: {err}");
+        }
+    }
+}
+
+/// A file that starts with a byte order mark (as some editors save JSON) is read
+/// without it, with a note: every subcommand answers what it answers for the file
+/// without one, byte for byte, in every format, named or detected.
+#[test]
+fn a_byte_order_mark_is_skipped_with_a_note() {
+    let files = [
+        transcripts("claude-code__claude-reliability__coverage-test-fix.jsonl"),
+        transcripts("codex__localpush__rollout-13-19-38-trailing-call.jsonl"),
+        transcripts("openai-chat__tau-bench__gpt-4o-airline-traj173.json"),
+        transcripts("gemini-cli-session__codemie-code__session-2025-12-01T21-45-5b959dae.json"),
+        common::root("examples/data/session.jsonl")
+            .display()
+            .to_string(),
+    ];
+    for file in files {
+        let plain = std::fs::read(&file).unwrap();
+        let mut marked = b"\xEF\xBB\xBF".to_vec();
+        marked.extend_from_slice(&plain);
+        let format = cutpoint(&["stats", "--json", "-"], &plain);
+        let format = text(&format.stdout);
+        let format = format
+            .split("\"format\":\"")
+            .nth(1)
+            .and_then(|f| f.split('"').next())
+            .unwrap_or_else(|| panic!("{file}: {format}"))
+            .to_owned();
+        let mut runs = readers_of("-");
+        runs.push(vec![
+            "check".into(),
+            "--format".into(),
+            format.clone(),
+            "-".into(),
+        ]);
+        for args in runs {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let want = cutpoint(&args, &plain);
+            let got = cutpoint(&args, &marked);
+            let err = text(&got.stderr);
+            assert_eq!(
+                got.status.code(),
+                want.status.code(),
+                "{file} {args:?}: {err}"
+            );
+            assert_eq!(got.stdout, want.stdout, "{file} {args:?}");
+            assert!(
+                err.starts_with(
+                    "cutpoint: <stdin>: skipped the byte order mark (U+FEFF) the input starts with"
+                ),
+                "{file} {args:?}: {err}"
+            );
+            assert_eq!(
+                err.split_once('\n').map(|(_, rest)| rest).unwrap_or(""),
+                text(&want.stderr),
+                "{file} {args:?}"
+            );
         }
     }
 }

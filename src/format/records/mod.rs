@@ -352,6 +352,9 @@ pub fn parse_line(text: &str, line: usize) -> Result<Record, ReadError> {
 /// As [`parse_line`].
 pub fn parse_entry(text: &str, line: usize) -> Result<Entry, ReadError> {
     let invalid = |message: String| ReadError::Invalid { line, message };
+    if text.starts_with('\u{feff}') {
+        return Err(invalid(super::detect::BYTE_ORDER_MARK.to_owned()));
+    }
     // serde would read a struct from an array too (`["user",null,5]`): refuse it here.
     if text.trim_start().starts_with('[') {
         return Err(invalid(
