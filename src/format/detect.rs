@@ -319,8 +319,10 @@ impl Unknown {
         };
         if !self.types.is_empty() {
             format!("{lines} with `type`s {}", quoted(&self.types))
-        } else {
+        } else if !self.keys.is_empty() {
             format!("{lines} with keys {}", quoted(&self.keys))
+        } else {
+            format!("{lines}, each an empty object")
         }
     }
 }

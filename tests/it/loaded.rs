@@ -226,6 +226,13 @@ fn a_byte_order_mark_is_named_by_detection_and_every_reader() {
     assert!(e.contains("line 1") && e.contains("byte order mark"), "{e}");
 }
 
+/// JSON lines of empty objects are said to be that, not "lines with keys " and nothing.
+#[test]
+fn lines_of_empty_objects_are_named_as_such() {
+    let e = format::detect("{}\n{}\n").unwrap_err().to_string();
+    assert!(e.contains("2 lines, each an empty object"), "{e}");
+}
+
 #[test]
 fn the_other_formats_run_and_check_as_the_transcript_does() {
     let text = r#"[
