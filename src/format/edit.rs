@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,7 +35,8 @@ use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, s
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
-    Blocked, CLEARED_RESULT_TEXT, Floors, LeftAlone, NoProgress, StepReport, Strategy, Summarizer,
+    Blocked, CLEARED_RESULT_TEXT, ClearedSizes, Floors, LeftAlone, NoProgress, StepReport,
+    Strategy, Summarizer,
 };
 use crate::compact::{Entry, Log, Payload, SummaryParts};
 use crate::compact::{Orphan, Unit};
@@ -124,7 +126,7 @@ pub fn run(
         });
     }
     let (mut report, mut text, touched) =
-        round(t, input, pipeline, keep_head, progress, summarizer)?;
+        round(t, input, pipeline, keep_head, progress, summarizer, counter)?;
     let mut rounds = 1;
     let mut last_after = u64::MAX;
     let reread = |text: &str| {
@@ -155,6 +157,7 @@ pub fn run(
             keep_head,
             &mut Progress::new(),
             summarizer,
+            counter,
         )?;
         rounds += 1;
         let progressed = next.ran().any(|r| !r.edits.is_empty());
@@ -356,6 +359,7 @@ fn simple_compaction(
         keep_head,
         &mut Progress::new(),
         summarizer,
+        counter,
     )?;
     let Some(step) = report.ran().find(|r| !r.edits.is_empty()).cloned() else {
         return Ok(None);
@@ -546,14 +550,30 @@ fn round(
     keep_head: usize,
     progress: &mut Progress,
     summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
 ) -> Result<(PipelineReport, String, Vec<Touched>), EditError> {
     let built = log_of(t)?;
+    let mut pipeline = pipeline.clone();
+    let clears = |p: &Pipeline| {
+        p.stages
+            .iter()
+            .any(|s| matches!(s.strategy, Strategy::Clear(_)))
+    };
+    if clears(&pipeline) {
+        if let Some(sizes) = cleared_sizes(t, input, &built, counter) {
+            let sizes = Arc::new(sizes);
+            for stage in &mut pipeline.stages {
+                if let Strategy::Clear(clear) = &mut stage.strategy {
+                    clear.sizes = Some(Arc::clone(&sizes));
+                }
+            }
+        }
+    }
     let head_message = t.live_from().saturating_add(keep_head);
     let head = built
         .owner
         .partition_point(|&m| m < head_message)
         .max(built.pinned);
-    let mut pipeline = pipeline.clone();
     pipeline.floors.keep_head = pipeline.floors.keep_head.max(head);
     let mut log = built.log.clone();
     let report = pipeline.run_with(&mut log, progress, summarizer);
@@ -561,6 +581,62 @@ fn round(
     let text = write(t, input, &built, &steps, &log)?;
     let touched = attribute::touched(&built, &steps);
     Ok((report, text, touched))
+}
+
+/// What each call's result and input of `built` (the live history of `t`) count once
+/// cleared, as written and read back: the live history written once with every
+/// result and every input cleared (the writer [`Clear`](crate::compact::strategy::Clear)'s
+/// edits go through), read back with `counter`, each cleared block's count keyed by
+/// its call's id in the log. Clearing leaves every message and block where it was,
+/// so block `k` of message `m` is the same block on both sides; where the read-back
+/// does not line up so, or the text cannot be written, `None` (the strategy's
+/// estimates hold). **O(len)**: one write and one read.
+fn cleared_sizes(
+    t: &Transcript,
+    input: &str,
+    built: &TranscriptLog,
+    counter: &dyn TokenCounter,
+) -> Option<ClearedSizes> {
+    let mut plans: Vec<BTreeMap<usize, InPlace>> = vec![BTreeMap::new(); t.messages.len()];
+    let mut cleared: Vec<(usize, usize, bool, &CallId)> = Vec::new();
+    for (r, entry) in built.log.entries().iter().enumerate() {
+        let (m, k) = (built.owner[r], built.block[r]);
+        let (how, is_result, id) = match (&entry.payload, entry.record.call_id()) {
+            (Payload::Result { .. }, Some(id)) => (InPlace::ClearedResult, true, id),
+            (Payload::Call { .. }, Some(id)) => (InPlace::ClearedInput, false, id),
+            _ => continue,
+        };
+        plans[m].insert(k, how);
+        cleared.push((m, k, is_result, id));
+    }
+    if cleared.is_empty() {
+        return None;
+    }
+    let plans: Vec<MessagePlan> = plans.into_iter().map(MessagePlan::Keep).collect();
+    let text = if t.array_span.is_some() {
+        write_document(t, input, &plans)
+    } else {
+        write_lines(t, input, &plans)
+    }
+    .ok()?;
+    let back = super::read(&text, t.format, counter).ok()?;
+    let lined_up = back.messages.len() == t.messages.len()
+        && cleared
+            .iter()
+            .all(|&(m, _, _, _)| back.messages[m].blocks.len() == t.messages[m].blocks.len());
+    if !lined_up {
+        return None;
+    }
+    let mut sizes = ClearedSizes::new();
+    for (m, k, is_result, id) in cleared {
+        let tokens = back.messages[m].blocks[k].1;
+        if is_result {
+            sizes.result(id.clone(), tokens);
+        } else {
+            sizes.input(id.clone(), tokens);
+        }
+    }
+    Some(sizes)
 }
 
 /// Why an edited transcript could not be written.

@@ -3,10 +3,11 @@
 //! nothing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Skip, StepReport};
-use crate::RecordKind;
 use crate::compact::{Log, Payload, Rewrite, estimate_tokens};
+use crate::{CallId, RecordKind};
 
 /// The text a cleared tool result holds.
 pub const CLEARED_RESULT_TEXT: &str = "[tool result cleared to save context]";
@@ -17,6 +18,53 @@ pub const CLEARED_INPUT: &str = "{}";
 /// Tokens counted for a call whose input is cleared (its id, name and `{}`), unless
 /// the call was smaller.
 pub const CLEARED_INPUT_TOKENS: u64 = 12;
+
+/// What each call's result and input count once cleared, measured where they are
+/// written: a provider transcript's route ([`Loaded::run`](crate::format::Loaded::run))
+/// writes its live history with every result and input cleared, reads it back with
+/// its counter and records each block's count here, so that [`Clear`] chooses and
+/// counts by what the output will read back as (a cleared OpenAI Chat tool message
+/// keeps its role and id, a Codex item its line: a placeholder's estimate alone
+/// missed 15-30 tokens a result, and clearing a small result could grow the log).
+/// A call not listed falls back to the estimates ([`Clear::placeholder_tokens`],
+/// [`CLEARED_INPUT_TOKENS`]), as every call of a [`Log`] run by hand does.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ClearedSizes {
+    results: HashMap<CallId, u64>,
+    inputs: HashMap<CallId, u64>,
+}
+
+impl ClearedSizes {
+    /// No call measured. **O(1)**.
+    pub fn new() -> Self {
+        ClearedSizes::default()
+    }
+
+    /// Call `id`'s result counts `tokens` once cleared. **O(1)** amortized.
+    pub fn result(&mut self, id: CallId, tokens: u64) {
+        self.results.insert(id, tokens);
+    }
+
+    /// Call `id` counts `tokens` once its input is cleared. **O(1)** amortized.
+    pub fn input(&mut self, id: CallId, tokens: u64) {
+        self.inputs.insert(id, tokens);
+    }
+
+    /// Whether no call is measured. **O(1)**.
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty() && self.inputs.is_empty()
+    }
+}
+
+impl std::fmt::Debug for ClearedSizes {
+    /// The counts only: the maps hold one entry per call of the log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClearedSizes")
+            .field("results", &self.results.len())
+            .field("inputs", &self.inputs.len())
+            .finish()
+    }
+}
 
 /// Which calls get their input cleared with their result.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -61,8 +109,12 @@ pub struct Clear {
     pub exclude_tools: Vec<String>,
     /// Which cleared calls also lose their input.
     pub clear_inputs: ClearInputs,
-    /// Tokens counted for a cleared result (default: the placeholder's estimate).
+    /// Tokens counted for a cleared result (default: the placeholder's estimate),
+    /// where [`sizes`](Clear::sizes) does not say.
     pub placeholder_tokens: u64,
+    /// What each cleared result and input counts as written, where measured
+    /// ([`ClearedSizes`]; set by the provider formats' route). `None`: the estimates.
+    pub sizes: Option<Arc<ClearedSizes>>,
 }
 
 impl Default for Clear {
@@ -73,6 +125,7 @@ impl Default for Clear {
             exclude_tools: Vec::new(),
             clear_inputs: ClearInputs::None,
             placeholder_tokens: estimate_tokens(CLEARED_RESULT_TEXT),
+            sizes: None,
         }
     }
 }
@@ -104,6 +157,29 @@ impl Clear {
     pub fn clear_inputs(mut self, which: ClearInputs) -> Self {
         self.clear_inputs = which;
         self
+    }
+
+    /// Counts each cleared result and input as `sizes` says. **O(1)**.
+    #[must_use]
+    pub fn sizes(mut self, sizes: Arc<ClearedSizes>) -> Self {
+        self.sizes = Some(sizes);
+        self
+    }
+
+    /// What call `id`'s result counts once cleared. **O(1)**.
+    fn cleared_result(&self, id: &CallId) -> u64 {
+        self.sizes
+            .as_ref()
+            .and_then(|s| s.results.get(id).copied())
+            .unwrap_or(self.placeholder_tokens)
+    }
+
+    /// What call `id` counts once its input is cleared. **O(1)**.
+    fn cleared_input(&self, id: &CallId) -> u64 {
+        self.sizes
+            .as_ref()
+            .and_then(|s| s.inputs.get(id).copied())
+            .unwrap_or(CLEARED_INPUT_TOKENS)
     }
 
     fn clears_input(&self, tool: Option<&str>) -> bool {
@@ -167,9 +243,9 @@ impl Clear {
                     if excluded {
                         left.add(Skip::ExcludedTool, 1);
                     } else if self.clears_input(tool) {
-                        let old = entry.record.tokens();
-                        if old > CLEARED_INPUT_TOKENS {
-                            candidates.push((i, old, CLEARED_INPUT_TOKENS, false));
+                        let (old, new) = (entry.record.tokens(), self.cleared_input(id));
+                        if old > new {
+                            candidates.push((i, old, new, false));
                         }
                     }
                 }
@@ -178,9 +254,9 @@ impl Clear {
                 RecordKind::ToolResult(_) if entry.kept() => left.add(Skip::Pinned, 1),
                 RecordKind::ToolResult(id) => match calls.get(id.as_str()) {
                     Some(false) => {
-                        let old = entry.record.tokens();
-                        if old > self.placeholder_tokens {
-                            candidates.push((i, old, self.placeholder_tokens, true));
+                        let (old, new) = (entry.record.tokens(), self.cleared_result(id));
+                        if old > new {
+                            candidates.push((i, old, new, true));
                         } else {
                             left.add(Skip::NotSmaller, 1);
                         }

@@ -37,7 +37,9 @@ mod slide;
 mod summarize;
 mod truncate;
 
-pub use clear::{CLEARED_INPUT, CLEARED_INPUT_TOKENS, CLEARED_RESULT_TEXT, Clear, ClearInputs};
+pub use clear::{
+    CLEARED_INPUT, CLEARED_INPUT_TOKENS, CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearedSizes,
+};
 pub use clear_thinking::ClearThinking;
 pub use digest::Digest;
 pub use slide::Slide;
