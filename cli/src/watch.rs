@@ -186,6 +186,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 eprintln!("{name}: {e}");
                 code = exit::VIOLATIONS;
             }
+            // Cut off inside an event (a dropped connection, a file copied while
+            // written): the response ended early, as a stream that stops between
+            // events does, not bad input.
+            StreamError::Truncated { .. } => {
+                eprintln!("{name}: the stream ended before the response did: {e}");
+                code = exit::VIOLATIONS;
+            }
             other => {
                 let _ = out.flush();
                 return exit::bad_input(&format!("{name}: {other}"));
@@ -198,7 +205,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 let _ = writeln!(
                     out,
                     "{}",
-                    json!({"event": "call_left_open", "record": at, "call_id": p.id.as_str(), "truncated": false, "reason": "stream failed"})
+                    json!({"event": "call_left_open", "record": at, "call_id": p.id.as_str(), "truncated": false, "reason": match failure {
+                        Some(StreamError::Truncated { .. }) => "stream cut short",
+                        _ => "stream failed",
+                    }})
                 );
             }
         }

@@ -924,6 +924,42 @@ fn truncated_recordings_leave_their_calls_open_and_no_cut_after_them() {
     }
 }
 
+/// A recording cut inside a line (a dropped connection, a file copied while it was
+/// written) ends in [`StreamError::Truncated`], naming the event cut, or decodes as
+/// far as it came: never a malformed event. Before, an SSE event whose JSON was cut
+/// was "not a valid event: EOF while parsing a string" (`cutpoint watch`: exit 2, bad
+/// input). A cut right after a line's end is the test above.
+#[test]
+fn a_recording_cut_inside_a_line_is_truncated_not_malformed() {
+    for (name, format, bytes) in recordings() {
+        let (_, whole) = decode_all(format, &bytes);
+        if matches!(
+            whole,
+            Some(StreamError::Malformed { .. } | StreamError::Framing { .. })
+        ) {
+            continue;
+        }
+        // Inside each line: one byte in, and halfway.
+        let mut cuts = Vec::new();
+        let mut start = 0;
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'\n' {
+                if i > start + 1 {
+                    cuts.extend([start + 1, start + (i - start) / 2]);
+                }
+                start = i + 1;
+            }
+        }
+        for cut in cuts {
+            let (_, err) = decode_all(format, &bytes[..cut]);
+            match err {
+                None | Some(StreamError::Truncated { .. } | StreamError::Provider { .. }) => {}
+                Some(e) => panic!("{name} cut at {cut}: {e}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_call_cut_by_max_tokens_is_flagged_left_open_and_aborted_like_repair() {
     let (format, bytes) = recording("incomplete_partial_json_response");
@@ -1260,8 +1296,9 @@ fn an_interrupted_stream_ends_incomplete_with_what_it_had() {
     let (format, bytes) = recording("f82268f2fefd5cfbc7eeb59c297688be");
     let cut = bytes.len() / 2;
     let (items, err) = decode_all(format, &bytes[..cut]);
+    // Cut inside an event: the stream was cut short (was `Malformed` before stop 44).
     assert!(
-        matches!(err, None | Some(StreamError::Malformed { .. })),
+        matches!(err, None | Some(StreamError::Truncated { .. })),
         "{err:?}"
     );
     let ended = items.iter().rev().find_map(|i| match &i.detail {

@@ -151,6 +151,58 @@ fn bad_input_exits_2_naming_the_event_and_byte() {
     );
 }
 
+/// A stream cut inside an event (a dropped connection, a file copied while written)
+/// ended before the response did: exit 1 with what it had, the open call left open,
+/// the totals, and the event named; once exit 2, "not a valid event: EOF while
+/// parsing a string", as if the provider had sent a broken event.
+#[test]
+fn a_stream_cut_inside_an_event_ended_early() {
+    let stream = concat!(
+        r#"data: {"type":"message_start"}"#,
+        "\n\n",
+        r#"data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"f","input":{}}}"#,
+        "\n\n",
+        r#"data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a"#,
+    );
+    {
+        let out = cutpoint(
+            &["watch", "--format", "anthropic-sse", "-"],
+            stream.as_bytes(),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(
+            err.trim(),
+            "<stdin>: the stream ended before the response did: event 3 (byte 148): the input ended inside this event"
+        );
+        let lines = lines(&out.stdout);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["event"] == "call_left_open" && l["reason"] == "stream cut short"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.last().unwrap()["totals"], true);
+    }
+    // Every recording cut halfway through a line in its second half.
+    for (path, format) in streams() {
+        let bytes = std::fs::read(&path).unwrap();
+        let half = bytes.len() / 2;
+        let Some(nl) = bytes[half..].iter().position(|b| *b == b'\n') else {
+            continue;
+        };
+        let next = bytes[half + nl + 1..].iter().position(|b| *b == b'\n');
+        let Some(len) = next.filter(|&l| l > 8) else {
+            continue;
+        };
+        let cut = half + nl + 1 + len / 2;
+        let out = cutpoint(&["watch", "--format", &format, "-"], &bytes[..cut]);
+        let err = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(2), "{path} cut at {cut}: {err}");
+        assert_eq!(lines(&out.stdout).last().unwrap()["totals"], true, "{path}");
+    }
+}
+
 #[test]
 fn stdin_is_read_as_it_arrives() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cutpoint"))

@@ -59,4 +59,7 @@ pub(crate) struct Frame<'a> {
     pub(crate) number: u64,
     /// Byte offset where it starts.
     pub(crate) offset: u64,
+    /// Whether the input ended inside it: an SSE event whose last line had no line
+    /// end, dispatched at the end of input. Its data may be cut short.
+    pub(crate) unterminated: bool,
 }

@@ -186,6 +186,7 @@ impl JsonFramer {
                 data,
                 number,
                 offset,
+                unterminated: false,
             }));
         }
     }

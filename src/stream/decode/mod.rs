@@ -667,6 +667,15 @@ impl Decoder {
             let read = match self.frames.next() {
                 Err(e) => Err(e),
                 Ok(None) => Ok(None),
+                // An SSE event whose last line the input ended inside, and whose data
+                // is JSON cut short there: the stream was cut, as a JSON framing's
+                // unfinished element is, not a malformed event.
+                Ok(Some(frame)) if frame.unterminated && cut_json(frame.data) => {
+                    Err(StreamError::Truncated {
+                        event: frame.number,
+                        offset: frame.offset,
+                    })
+                }
                 Ok(Some(frame)) => Ok(Some(self.state.frame(&frame, &mut self.out))),
             };
             if self.frames.array_closed() && !matches!(read, Ok(Some(Err(_)))) {
@@ -820,6 +829,17 @@ impl At {
         ))
     }
 }
+
+/// Whether `data` is the start of a JSON value cut short (it fails to parse only
+/// because it ends early), or of OpenAI's `[DONE]`. **O(len)**.
+fn cut_json(data: &str) -> bool {
+    (data.len() < DONE.len() && DONE.starts_with(data))
+        || serde_json::from_str::<serde::de::IgnoredAny>(data)
+            .is_err_and(|e| e.classify() == serde_json::error::Category::Eof)
+}
+
+/// The data of the event OpenAI streams last.
+const DONE: &str = "[DONE]";
 
 /// The error object every provider streams, with the fields any of them names it by:
 /// Anthropic `{type, message}`, OpenAI (Chat and Responses) `{type, code, message}`,

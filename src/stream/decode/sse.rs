@@ -32,6 +32,8 @@ pub(crate) struct SseFramer {
     number: u64,
     /// The last line ended with a CR at the end of the bytes seen: skip one LF.
     skip_lf: bool,
+    /// The input ended inside the event's last line (no line end after it).
+    cut: bool,
     max_event: usize,
 }
 
@@ -46,6 +48,7 @@ impl SseFramer {
             start: None,
             number: 0,
             skip_lf: false,
+            cut: false,
             max_event,
         }
     }
@@ -68,6 +71,7 @@ impl SseFramer {
             self.has_data = false;
             self.returned = false;
             self.start = None;
+            self.cut = false;
         }
         loop {
             if self.skip_lf {
@@ -103,6 +107,7 @@ impl SseFramer {
                     if rest.is_empty() {
                         return Ok(self.dispatch());
                     }
+                    self.cut = true;
                     (rest.len(), 0)
                 }
             };
@@ -169,6 +174,7 @@ impl SseFramer {
             data: &self.data,
             number: self.number,
             offset: self.start.unwrap_or(0),
+            unterminated: self.cut,
         })
     }
 
