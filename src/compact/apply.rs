@@ -186,6 +186,30 @@ impl Log {
         (text, orphans)
     }
 
+    /// The payload a summary of `plan`'s region with prose `prose` holds, as
+    /// [`apply`](Log::apply) writes it: the units of every pair in the region and the
+    /// earlier summaries' prose and orphans folded in ([`folded`](Log::folded)). For
+    /// sizing a summary before it is applied. **O(r)** plus the payloads copied.
+    pub fn summary_payload(&self, plan: &Plan, prose: Option<String>) -> Payload {
+        let (text, units, orphans) = self.summary_parts(plan, prose);
+        Payload::Summary {
+            text,
+            units,
+            orphans,
+        }
+    }
+
+    /// [`summary_payload`](Log::summary_payload)'s text, units and orphans.
+    fn summary_parts(
+        &self,
+        plan: &Plan,
+        prose: Option<String>,
+    ) -> (Option<String>, Vec<Unit>, Vec<Orphan>) {
+        let units = self.units(plan);
+        let (text, orphans) = self.folded(plan, prose);
+        (text, units, orphans)
+    }
+
     /// Replaces `plan`'s region by one summary record holding `text` and the units of
     /// every pair in the region, counted as `summary_tokens` tokens (the caller knows
     /// its tokenizer). **O(r + min(start, len - end))** amortized for a region of `r`
@@ -272,8 +296,7 @@ impl Log {
                 .count();
             let (replacement, item, applied) = match outcome {
                 Outcome::Summary { text, tokens } => {
-                    let units = self.units(plan);
-                    let (text, orphans) = self.folded(plan, text);
+                    let (text, units, orphans) = self.summary_parts(plan, text);
                     let record = Record::summary(units.iter().map(|u| u.call_id.clone()), tokens);
                     let applied = Applied {
                         summary_at: Some(start - gone_before),

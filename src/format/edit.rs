@@ -35,8 +35,8 @@ use super::{Block, Format, Role, TokenCounter, Transcript, claude_code, codex, s
 use crate::compact::pipeline::{Pipeline, PipelineReport, Progress, Step};
 use crate::compact::replay::InPlace;
 use crate::compact::strategy::{
-    Blocked, CLEARED_RESULT_TEXT, ClearedSizes, Floors, LeftAlone, NoProgress, StepReport,
-    Strategy, Summarizer,
+    Blocked, CLEARED_RESULT_TEXT, ClearedSizes, Floors, LeftAlone, NoProgress, Prose, StepReport,
+    Strategy, Summarizer, SummaryRequest,
 };
 use crate::compact::{Entry, Log, Payload, SummaryParts};
 use crate::compact::{Orphan, Unit};
@@ -576,7 +576,13 @@ fn round(
         .max(built.pinned);
     pipeline.floors.keep_head = pipeline.floors.keep_head.max(head);
     let mut log = built.log.clone();
-    let report = pipeline.run_with(&mut log, progress, summarizer);
+    let mut written = Written {
+        inner: summarizer,
+        format: t.format,
+        counter,
+        renamed: &built.renamed,
+    };
+    let report = pipeline.run_with(&mut log, progress, &mut written);
     let steps: Vec<&StepReport> = report.ran().collect();
     let text = write(t, input, &built, &steps, &log)?;
     let touched = attribute::touched(&built, &steps);
@@ -863,36 +869,74 @@ pub(crate) fn summary_of(
     entry: Option<&Entry>,
     renamed: &HashMap<CallId, CallId>,
 ) -> Result<(SummaryParts, u64), EditError> {
+    entry
+        .and_then(|e| Some((parts_of(&e.payload, renamed)?, e.record.tokens())))
+        .ok_or_else(|| {
+            EditError::Mismatch("a summarized region has no summary record in the log".to_owned())
+        })
+}
+
+/// The parts the writer writes for a summary payload, its calls named as the
+/// transcript spells them; `None` for another payload. **O(len)** of the summary.
+fn parts_of(payload: &Payload, renamed: &HashMap<CallId, CallId>) -> Option<SummaryParts> {
     let original = |id: &CallId| renamed.get(id).unwrap_or(id).clone();
-    match entry.map(|e| (&e.payload, e.record.tokens())) {
-        Some((
-            Payload::Summary {
-                text,
-                units,
-                orphans,
-            },
-            tokens,
-        )) => {
-            let units = units
-                .iter()
-                .map(|u| Unit {
-                    call_id: original(&u.call_id),
-                    ..u.clone()
-                })
-                .collect();
-            let orphans = orphans
-                .iter()
-                .map(|o| Orphan {
-                    call_id: original(&o.call_id),
-                    ..o.clone()
-                })
-                .collect();
-            let prose = text.clone().unwrap_or_default();
-            Ok((SummaryParts::new(prose, units, orphans), tokens))
-        }
-        _ => Err(EditError::Mismatch(
-            "a summarized region has no summary record in the log".to_owned(),
-        )),
+    let Payload::Summary {
+        text,
+        units,
+        orphans,
+    } = payload
+    else {
+        return None;
+    };
+    let units = units
+        .iter()
+        .map(|u| Unit {
+            call_id: original(&u.call_id),
+            ..u.clone()
+        })
+        .collect();
+    let orphans = orphans
+        .iter()
+        .map(|o| Orphan {
+            call_id: original(&o.call_id),
+            ..o.clone()
+        })
+        .collect();
+    Some(SummaryParts::new(
+        text.clone().unwrap_or_default(),
+        units,
+        orphans,
+    ))
+}
+
+/// The caller's summarizer, with what a summary counts once written into `format`
+/// ([`Summarizer::written_tokens`]): the summary message in the format's shape
+/// ([`shape::summary_message`]; the context fields a writer copies from a neighbour
+/// sit outside what any reader counts) read alone with `counter`. **O(len)** of the
+/// summary per question.
+struct Written<'a> {
+    inner: &'a mut dyn Summarizer,
+    format: Format,
+    counter: &'a dyn TokenCounter,
+    renamed: &'a HashMap<CallId, CallId>,
+}
+
+impl Summarizer for Written<'_> {
+    fn summarize(&mut self, request: &SummaryRequest<'_>) -> Prose {
+        self.inner.summarize(request)
+    }
+
+    fn written_tokens(&mut self, summary: &Payload) -> Option<u64> {
+        let text = parts_of(summary, self.renamed)?.text();
+        let message = shape::summary_message(self.format, &text, 0);
+        let alone = if self.format.is_json_document() {
+            format!("[{message}]")
+        } else {
+            message
+        };
+        super::read(&alone, self.format, self.counter)
+            .ok()
+            .map(|t| t.live_tokens())
     }
 }
 

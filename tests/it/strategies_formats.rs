@@ -662,6 +662,59 @@ fn clear_counts_what_it_writes_on_real_transcripts() {
     }
 }
 
+/// `digest` and `summarize` count what they write as well: each digest or summary
+/// is sized as the summary message the writer writes, read with the same counter
+/// (`Summarizer::written_tokens`), so the step's count is the output's, in one
+/// round. Claude Code is the exception, on the safe side: there the output reads
+/// back at most the step's count (a dropped line's tokens are attributed by the
+/// reader to the message its line belonged to, and a summary that opens the history
+/// writes a `compact_boundary` that takes what is before it out of the live count).
+#[test]
+fn digest_and_summarize_count_what_they_write_on_real_transcripts() {
+    let mut off = Vec::new();
+    for (name, format) in FIXTURES {
+        let (text, t) = read_fixture(name);
+        let loaded = Loaded::read(&text, format, &ByteEstimate).unwrap();
+        let live = t.live_tokens();
+        for strategy in [
+            Strategy::Digest(Digest::default()),
+            Strategy::Summarize(Summarize::default()),
+        ] {
+            for pct in [90, 60, 30] {
+                let mut pipeline = Pipeline::one(strategy.clone(), Some(live * pct / 100));
+                pipeline.keep_thinking_valid = false;
+                let done = loaded
+                    .run(
+                        &pipeline,
+                        0,
+                        &mut Progress::new(),
+                        &mut LedgerOnly,
+                        &ByteEstimate,
+                    )
+                    .unwrap_or_else(|e| panic!("{name} {pct}%: {e}"));
+                let edited: Vec<&StepReport> =
+                    done.report.ran().filter(|r| !r.edits.is_empty()).collect();
+                let Some(step) = edited.first() else {
+                    continue;
+                };
+                let back = format::read(&done.text, format, &ByteEstimate).unwrap();
+                let exact = step.tokens_after == back.live_tokens() && edited.len() == 1;
+                let safe = format == Format::ClaudeCode && back.live_tokens() <= step.tokens_after;
+                if !exact && !safe {
+                    off.push(format!(
+                        "{name} {:?} {pct}%: step {} read back {} ({} rounds)",
+                        strategy.kind(),
+                        step.tokens_after,
+                        back.live_tokens(),
+                        edited.len()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(off.is_empty(), "{}", off.join("\n"));
+}
+
 #[test]
 fn a_cleared_anthropic_result_keeps_its_block_and_everything_else() {
     let text = r#"[

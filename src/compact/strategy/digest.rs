@@ -1,7 +1,10 @@
 //! `digest`: each old tool group becomes one ledger message (the Agent Framework's
 //! tool-result collapse), without losing a call id or an argument.
 
-use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use super::{
+    Blocked, Edit, Goal, Kind, LedgerOnly, LeftAlone, NoProgress, Regions, Skip, StepReport,
+    Summarizer,
+};
 use crate::RecordKind;
 use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
 
@@ -55,6 +58,21 @@ impl Digest {
     /// [`NoProgress`] when no old tool group can be digested smaller (floors, calls in
     /// flight, nothing eligible). The log is then unchanged.
     pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
+        self.run_with(log, goal, &mut LedgerOnly)
+    }
+
+    /// As [`run`](Digest::run), each digest counted as `summarizer` says it is
+    /// written ([`Summarizer::written_tokens`]; a digest has no prose, so nothing
+    /// else is asked of it), else by the estimate. Same cost, plus the sizing.
+    ///
+    /// # Errors
+    /// As [`run`](Digest::run).
+    pub fn run_with(
+        &self,
+        log: &mut Log,
+        goal: &Goal,
+        summarizer: &mut dyn Summarizer,
+    ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Digest, log);
         let total = log.tracker().total_tokens();
         if goal.reached(total) {
@@ -93,7 +111,9 @@ impl Digest {
                     // Both ends are legal cuts in range: the plan is always made.
                     if let Ok(plan) = log.plan_region(a..b, policy) {
                         let units = log.units(&plan);
-                        let tokens = estimate_summary_tokens(None, &units);
+                        let tokens = summarizer
+                            .written_tokens(&log.summary_payload(&plan, None))
+                            .unwrap_or_else(|| estimate_summary_tokens(None, &units));
                         if tokens < plan.region_tokens {
                             saved += plan.region_tokens - tokens;
                             plans.push((plan, tokens, units.len()));

@@ -677,7 +677,7 @@ impl Strategy {
         match self {
             Strategy::Clear(s) => s.run(log, goal),
             Strategy::ClearThinking(s) => s.run(log, goal),
-            Strategy::Digest(s) => s.run(log, goal),
+            Strategy::Digest(s) => s.run_with(log, goal, summarizer),
             Strategy::Summarize(s) => s.run_with(log, goal, summarizer),
             Strategy::Slide(s) => s.run(log, goal),
             Strategy::Truncate(s) => s.run(log, goal),

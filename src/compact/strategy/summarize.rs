@@ -52,6 +52,19 @@ impl Prose {
 pub trait Summarizer {
     /// The prose for `request`'s region.
     fn summarize(&mut self, request: &SummaryRequest<'_>) -> Prose;
+
+    /// What `summary` (the [`Payload::Summary`](crate::compact::Payload::Summary) a
+    /// strategy is about to write: a summary, or a digest) counts once written and
+    /// read back, where that is known. A provider transcript's route
+    /// ([`Loaded::run`](crate::format::Loaded::run)) wraps the caller's summarizer to
+    /// say it (the summary message in the transcript's shape, read with its counter),
+    /// and [`Summarize`] and [`Digest`](super::Digest) count by it instead of their
+    /// estimate, so their step's count is the output's. `None` (the default): the
+    /// estimate. **O(len)** of the summary where answered.
+    fn written_tokens(&mut self, summary: &crate::compact::Payload) -> Option<u64> {
+        let _ = summary;
+        None
+    }
 }
 
 impl<F: FnMut(&SummaryRequest<'_>) -> Prose> Summarizer for F {
@@ -146,7 +159,7 @@ impl Summarize {
         let Some(prepared) = self.prepare(log, goal)? else {
             return Ok(StepReport::new(Kind::Summarize, log).finish(log, goal));
         };
-        let proses = prepared
+        let proses: Vec<Prose> = prepared
             .iter()
             .map(|p| {
                 summarizer.summarize(&SummaryRequest {
@@ -156,7 +169,14 @@ impl Summarize {
                 })
             })
             .collect();
-        Self::finish(log, goal, prepared, proses)
+        let written = prepared
+            .iter()
+            .zip(&proses)
+            .map(|(p, prose)| {
+                summarizer.written_tokens(&log.summary_payload(&p.plan, prose.text.clone()))
+            })
+            .collect();
+        Self::finish(log, goal, prepared, proses, written)
     }
 
     /// As [`run_with`](Summarize::run_with), awaiting an asynchronous summarizer.
@@ -185,7 +205,8 @@ impl Summarize {
                     .await,
             );
         }
-        Self::finish(log, goal, prepared, proses)
+        let written = vec![None; proses.len()];
+        Self::finish(log, goal, prepared, proses, written)
     }
 
     /// Chooses the region, as its stretches between kept records (one when it holds
@@ -258,21 +279,27 @@ impl Summarize {
     }
 
     /// Applies the region with its prose.
+    /// Applies the prepared regions with their prose; `written[i]`, where known, is
+    /// what summary `i` counts as written ([`Summarizer::written_tokens`]), else the
+    /// ledger's estimate plus the prose's.
     fn finish(
         log: &mut Log,
         goal: &Goal,
         prepared: Vec<Prepared>,
         proses: Vec<Prose>,
+        written: Vec<Option<u64>>,
     ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Summarize, log);
         let total = log.tracker().total_tokens();
         let mut after = total;
         let mut batch = Vec::with_capacity(prepared.len());
-        for (p, prose) in prepared.iter().zip(proses) {
-            let prose_tokens = prose
-                .tokens
-                .unwrap_or_else(|| prose.text.as_deref().map_or(0, estimate_tokens));
-            let tokens = p.ledger_tokens.saturating_add(prose_tokens);
+        for ((p, prose), written) in prepared.iter().zip(proses).zip(written) {
+            let tokens = written.unwrap_or_else(|| {
+                let prose_tokens = prose
+                    .tokens
+                    .unwrap_or_else(|| prose.text.as_deref().map_or(0, estimate_tokens));
+                p.ledger_tokens.saturating_add(prose_tokens)
+            });
             after = (after - p.plan.region_tokens).saturating_add(tokens);
             let region = p.plan.region.clone();
             report.dropped_turns += log.turn_starts_in(region.start, region.end).count();
