@@ -274,17 +274,25 @@ def test_clear_keeps_the_last_tool_uses_and_clears_the_rest() -> None:
         report = cutpoint.compact_report(messages, strategy="clear", format="openai-chat", keep_tool_uses=keep)
         out = report.messages
         assert len(out) == len(messages)
-        # Results of all but the last `keep` calls became the placeholder; the rest
-        # are as they were.
+        # Results of all but the last `keep` calls became the placeholder, unless the
+        # placeholder would count no fewer tokens as written (a result shorter than
+        # it is left alone: clearing it would grow the log); the rest are as they were.
         order = call_ids(messages, "openai-chat")
         kept = set(order[len(order) - keep:]) if keep else set()
+        cleared = 0
         for old, new in zip(results(messages), results(out)):
-            if old["tool_call_id"] in kept:
+            shorter = len(json.dumps(old["content"])) <= len(json.dumps(PLACEHOLDER))
+            longer = len(json.dumps(old["content"])) >= len(json.dumps(PLACEHOLDER)) + 4
+            if old["tool_call_id"] in kept or shorter:
                 assert new == old
-            else:
+            elif longer:
                 assert new["content"] == PLACEHOLDER and new["tool_call_id"] == old["tool_call_id"]
+            cleared += new["content"] == PLACEHOLDER
+        assert cleared > 0 or len(kept) == len(order)
         (step,) = report.steps
-        assert step["cleared_results"] == len(order) - len(kept)
+        assert step["cleared_results"] == cleared
+        not_smaller = step["left_alone"].get("not-smaller", 0)
+        assert cleared + not_smaller == len(order) - len(kept)
         assert step["left_alone"].get("kept-recent", 0) == len(kept)
 
 
