@@ -606,6 +606,37 @@ fn no_pass_repeats_without_progress_on_real_transcripts() {
     }
 }
 
+/// `strategy` alone on `loaded` (a real transcript of `format`) with `budget`, the
+/// thinking step off: the first step that edited, how many did, and the output's
+/// own count read back with the same counter. `None` when nothing was edited.
+fn one_step(
+    loaded: &Loaded<'_>,
+    format: Format,
+    strategy: Strategy,
+    budget: u64,
+) -> Option<(u64, usize, u64)> {
+    let mut pipeline = Pipeline::one(strategy, Some(budget));
+    pipeline.keep_thinking_valid = false;
+    let done = loaded
+        .run(
+            &pipeline,
+            0,
+            &mut Progress::new(),
+            &mut LedgerOnly,
+            &ByteEstimate,
+        )
+        .unwrap_or_else(|e| panic!("{format} {budget}: {e}"));
+    let edited: Vec<&StepReport> = done.report.ran().filter(|r| !r.edits.is_empty()).collect();
+    let step = edited.first()?;
+    let back = format::read(&done.text, format, &ByteEstimate).unwrap();
+    assert_eq!(
+        done.report.tokens_after,
+        back.live_tokens(),
+        "{format} {budget}"
+    );
+    Some((step.tokens_after, edited.len(), back.live_tokens()))
+}
+
 /// `clear` counts what it writes: on every real transcript, with inputs cleared or
 /// not, at budgets from 90% to 10% of the live history, the step's own count after
 /// clearing is the output's as read back with the same counter, so the run needs
@@ -624,39 +655,16 @@ fn clear_counts_what_it_writes_on_real_transcripts() {
                 let clear = Clear::default()
                     .keep_tool_uses(1)
                     .clear_inputs(inputs.clone());
-                let mut pipeline = Pipeline::one(Strategy::Clear(clear), Some(live * pct / 100));
-                pipeline.keep_thinking_valid = false;
-                let done = loaded
-                    .run(
-                        &pipeline,
-                        0,
-                        &mut Progress::new(),
-                        &mut LedgerOnly,
-                        &ByteEstimate,
-                    )
-                    .unwrap_or_else(|e| panic!("{name} {pct}%: {e}"));
-                let edited: Vec<&StepReport> =
-                    done.report.ran().filter(|r| !r.edits.is_empty()).collect();
-                assert!(
-                    edited.len() <= 1,
-                    "{name} {pct}% {inputs:?}: {:?}",
-                    done.report
-                );
-                let Some(step) = edited.first() else {
+                let budget = live * pct / 100;
+                let Some((step, rounds, back)) =
+                    one_step(&loaded, format, Strategy::Clear(clear), budget)
+                else {
                     continue;
                 };
-                let back = format::read(&done.text, format, &ByteEstimate).unwrap();
-                assert_eq!(
-                    step.tokens_after,
-                    back.live_tokens(),
-                    "{name} {pct}% {inputs:?}: the step's count is not the output's"
-                );
-                assert_eq!(
-                    done.report.tokens_after,
-                    back.live_tokens(),
-                    "{name} {pct}%"
-                );
-                assert!(back.live_tokens() < live, "{name} {pct}%");
+                let at = format!("{name} {pct}% {inputs:?}");
+                assert_eq!(rounds, 1, "{at}");
+                assert_eq!(step, back, "{at}: the step's count is not the output's");
+                assert!(back < live, "{at}");
             }
         }
     }
@@ -681,32 +689,17 @@ fn digest_and_summarize_count_what_they_write_on_real_transcripts() {
             Strategy::Summarize(Summarize::default()),
         ] {
             for pct in [90, 60, 30] {
-                let mut pipeline = Pipeline::one(strategy.clone(), Some(live * pct / 100));
-                pipeline.keep_thinking_valid = false;
-                let done = loaded
-                    .run(
-                        &pipeline,
-                        0,
-                        &mut Progress::new(),
-                        &mut LedgerOnly,
-                        &ByteEstimate,
-                    )
-                    .unwrap_or_else(|e| panic!("{name} {pct}%: {e}"));
-                let edited: Vec<&StepReport> =
-                    done.report.ran().filter(|r| !r.edits.is_empty()).collect();
-                let Some(step) = edited.first() else {
+                let kind = strategy.kind();
+                let Some((step, rounds, back)) =
+                    one_step(&loaded, format, strategy.clone(), live * pct / 100)
+                else {
                     continue;
                 };
-                let back = format::read(&done.text, format, &ByteEstimate).unwrap();
-                let exact = step.tokens_after == back.live_tokens() && edited.len() == 1;
-                let safe = format == Format::ClaudeCode && back.live_tokens() <= step.tokens_after;
+                let exact = step == back && rounds == 1;
+                let safe = format == Format::ClaudeCode && back <= step;
                 if !exact && !safe {
                     off.push(format!(
-                        "{name} {:?} {pct}%: step {} read back {} ({} rounds)",
-                        strategy.kind(),
-                        step.tokens_after,
-                        back.live_tokens(),
-                        edited.len()
+                        "{name} {kind:?} {pct}%: step {step} read back {back} ({rounds} rounds)"
                     ));
                 }
             }
