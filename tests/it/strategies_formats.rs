@@ -670,15 +670,15 @@ fn clear_counts_what_it_writes_on_real_transcripts() {
     }
 }
 
-/// `digest` and `summarize` count what they write as well: each digest or summary
-/// is sized as the summary message the writer writes, read with the same counter
+/// `digest`, `summarize` and `slide` count what they write as well: each digest,
+/// summary or ledger is sized as the summary message the writer writes, read with the same counter
 /// (`Summarizer::written_tokens`), so the step's count is the output's, in one
 /// round. Claude Code is the exception, on the safe side: there the output reads
 /// back at most the step's count (a dropped line's tokens are attributed by the
 /// reader to the message its line belonged to, and a summary that opens the history
 /// writes a `compact_boundary` that takes what is before it out of the live count).
 #[test]
-fn digest_and_summarize_count_what_they_write_on_real_transcripts() {
+fn digest_summarize_and_slide_count_what_they_write_on_real_transcripts() {
     let mut off = Vec::new();
     for (name, format) in FIXTURES {
         let (text, t) = read_fixture(name);
@@ -687,6 +687,7 @@ fn digest_and_summarize_count_what_they_write_on_real_transcripts() {
         for strategy in [
             Strategy::Digest(Digest::default()),
             Strategy::Summarize(Summarize::default()),
+            Strategy::Slide(Slide::default()),
         ] {
             for pct in [90, 60, 30] {
                 let kind = strategy.kind();

@@ -679,7 +679,7 @@ impl Strategy {
             Strategy::ClearThinking(s) => s.run(log, goal),
             Strategy::Digest(s) => s.run_with(log, goal, summarizer),
             Strategy::Summarize(s) => s.run_with(log, goal, summarizer),
-            Strategy::Slide(s) => s.run(log, goal),
+            Strategy::Slide(s) => s.run_with(log, goal, summarizer),
             Strategy::Truncate(s) => s.run(log, goal),
         }
     }

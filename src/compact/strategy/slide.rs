@@ -1,7 +1,10 @@
 //! `slide`: a sliding window over whole user turns (the Agent Framework's and ADK's
 //! sliding window), the calls of the dropped turns kept in a ledger.
 
-use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use super::{
+    Blocked, Edit, Goal, Kind, LedgerOnly, LeftAlone, NoProgress, Regions, Skip, StepReport,
+    Summarizer,
+};
 use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
 
 /// Drops whole oldest user turns, as few as bring the log down to the goal's target
@@ -53,6 +56,22 @@ impl Slide {
     /// [`NoProgress`] when no whole turn can go (floors, `keep_turns`, calls in
     /// flight, nothing after the head). The log is then unchanged.
     pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
+        self.run_with(log, goal, &mut LedgerOnly)
+    }
+
+    /// As [`run`](Slide::run), the ledgers of the chosen stretches counted as
+    /// `summarizer` says they are written ([`Summarizer::written_tokens`]; the choice
+    /// of how far to slide is made by the estimate), else by the estimate. Same cost,
+    /// plus the sizing of those ledgers.
+    ///
+    /// # Errors
+    /// As [`run`](Slide::run).
+    pub fn run_with(
+        &self,
+        log: &mut Log,
+        goal: &Goal,
+        summarizer: &mut dyn Summarizer,
+    ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Slide, log);
         let total = log.tracker().total_tokens();
         if goal.reached(total) {
@@ -163,17 +182,24 @@ impl Slide {
             Skip::TargetMet,
             candidates.iter().filter(|&&c| c > chosen).count(),
         );
-        let Some(plans) = stretches(chosen).filter(|p| !p.is_empty()) else {
+        let Some(mut plans) = stretches(chosen).filter(|p| !p.is_empty()) else {
             left.add(
                 Skip::Pinned,
                 usize::from(log.kept_in(span.head..chosen).is_some()),
             );
             return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
         };
+        // The chosen ledgers as they will be written, where the summarizer knows.
+        for (plan, outcome, tokens, _) in &mut plans {
+            if let Outcome::Summary { tokens: t, .. } = outcome {
+                if let Some(written) = summarizer.written_tokens(&log.summary_payload(plan, None)) {
+                    (*t, *tokens) = (written, written);
+                }
+            }
+        }
         let after = size_after(&plans);
         // A ledger no smaller than its stretch: beside a wall that stretch stays as it
         // is; with nothing else to drop, the step is refused.
-        let mut plans = plans;
         plans.retain(|(p, o, tokens, _)| {
             !(matches!(o, Outcome::Summary { .. }) && *tokens >= p.region_tokens)
         });
