@@ -1,12 +1,9 @@
 //! `digest`: each old tool group becomes one ledger message (the Agent Framework's
 //! tool-result collapse), without losing a call id or an argument.
 
-use super::{
-    Blocked, Edit, Goal, Kind, LedgerOnly, LeftAlone, NoProgress, Regions, Skip, StepReport,
-    Summarizer,
-};
+use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
 use crate::RecordKind;
-use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
+use crate::compact::{ArgumentPolicy, Log, Outcome, Payload, estimate_summary_tokens};
 
 /// Collapses old tool groups, oldest first, until the goal's target is met: each
 /// becomes one summary record whose ledger keeps, per call, its id, tool name,
@@ -58,20 +55,16 @@ impl Digest {
     /// [`NoProgress`] when no old tool group can be digested smaller (floors, calls in
     /// flight, nothing eligible). The log is then unchanged.
     pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
-        self.run_with(log, goal, &mut LedgerOnly)
+        self.run_sized(log, goal, |_| None)
     }
 
-    /// As [`run`](Digest::run), each digest counted as `summarizer` says it is
-    /// written ([`Summarizer::written_tokens`]; a digest has no prose, so nothing
-    /// else is asked of it), else by the estimate. Same cost, plus the sizing.
-    ///
-    /// # Errors
-    /// As [`run`](Digest::run).
-    pub fn run_with(
+    /// [`run`](Self::run), each digest counted by `written` where it answers (a provider transcript's route:
+    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens)), else by the estimate. Same cost, plus the sizing.
+    pub(crate) fn run_sized(
         &self,
         log: &mut Log,
         goal: &Goal,
-        summarizer: &mut dyn Summarizer,
+        mut written: impl FnMut(&Payload) -> Option<u64>,
     ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Digest, log);
         let total = log.tracker().total_tokens();
@@ -111,8 +104,7 @@ impl Digest {
                     // Both ends are legal cuts in range: the plan is always made.
                     if let Ok(plan) = log.plan_region(a..b, policy) {
                         let units = log.units(&plan);
-                        let tokens = summarizer
-                            .written_tokens(&log.summary_payload(&plan, None))
+                        let tokens = written(&log.summary_payload(&plan, None))
                             .unwrap_or_else(|| estimate_summary_tokens(None, &units));
                         if tokens < plan.region_tokens {
                             saved += plan.region_tokens - tokens;

@@ -677,9 +677,9 @@ impl Strategy {
         match self {
             Strategy::Clear(s) => s.run(log, goal),
             Strategy::ClearThinking(s) => s.run(log, goal),
-            Strategy::Digest(s) => s.run_with(log, goal, summarizer),
+            Strategy::Digest(s) => s.run_sized(log, goal, |p| summarizer.written_tokens(p)),
             Strategy::Summarize(s) => s.run_with(log, goal, summarizer),
-            Strategy::Slide(s) => s.run_with(log, goal, summarizer),
+            Strategy::Slide(s) => s.run_sized(log, goal, |p| summarizer.written_tokens(p)),
             Strategy::Truncate(s) => s.run(log, goal),
         }
     }

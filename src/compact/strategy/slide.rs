@@ -1,11 +1,8 @@
 //! `slide`: a sliding window over whole user turns (the Agent Framework's and ADK's
 //! sliding window), the calls of the dropped turns kept in a ledger.
 
-use super::{
-    Blocked, Edit, Goal, Kind, LedgerOnly, LeftAlone, NoProgress, Regions, Skip, StepReport,
-    Summarizer,
-};
-use crate::compact::{ArgumentPolicy, Log, Outcome, estimate_summary_tokens};
+use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, Skip, StepReport};
+use crate::compact::{ArgumentPolicy, Log, Outcome, Payload, estimate_summary_tokens};
 
 /// Drops whole oldest user turns, as few as bring the log down to the goal's target
 /// (all it may without one), always keeping at least
@@ -56,21 +53,17 @@ impl Slide {
     /// [`NoProgress`] when no whole turn can go (floors, `keep_turns`, calls in
     /// flight, nothing after the head). The log is then unchanged.
     pub fn run(&self, log: &mut Log, goal: &Goal) -> Result<StepReport, NoProgress> {
-        self.run_with(log, goal, &mut LedgerOnly)
+        self.run_sized(log, goal, |_| None)
     }
 
-    /// As [`run`](Slide::run), the ledgers of the chosen stretches counted as
-    /// `summarizer` says they are written ([`Summarizer::written_tokens`]; the choice
-    /// of how far to slide is made by the estimate), else by the estimate. Same cost,
-    /// plus the sizing of those ledgers.
-    ///
-    /// # Errors
-    /// As [`run`](Slide::run).
-    pub fn run_with(
+    /// [`run`](Self::run), the chosen stretches' ledgers counted by `written` where it answers (a provider
+    /// transcript's route: [`Summarizer::written_tokens`](super::Summarizer::written_tokens); how far
+    /// to slide is chosen by the estimate), else by the estimate. Same cost, plus the sizing.
+    pub(crate) fn run_sized(
         &self,
         log: &mut Log,
         goal: &Goal,
-        summarizer: &mut dyn Summarizer,
+        mut written: impl FnMut(&Payload) -> Option<u64>,
     ) -> Result<StepReport, NoProgress> {
         let mut report = StepReport::new(Kind::Slide, log);
         let total = log.tracker().total_tokens();
@@ -192,8 +185,8 @@ impl Slide {
         // The chosen ledgers as they will be written, where the summarizer knows.
         for (plan, outcome, tokens, _) in &mut plans {
             if let Outcome::Summary { tokens: t, .. } = outcome {
-                if let Some(written) = summarizer.written_tokens(&log.summary_payload(plan, None)) {
-                    (*t, *tokens) = (written, written);
+                if let Some(sized) = written(&log.summary_payload(plan, None)) {
+                    (*t, *tokens) = (sized, sized);
                 }
             }
         }

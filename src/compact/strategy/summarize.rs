@@ -58,8 +58,8 @@ pub trait Summarizer {
     /// read back, where that is known. A provider transcript's route
     /// ([`Loaded::run`](crate::format::Loaded::run)) wraps the caller's summarizer to
     /// say it (the summary message in the transcript's shape, read with its counter),
-    /// and [`Summarize`] and [`Digest`](super::Digest) count by it instead of their
-    /// estimate, so their step's count is the output's. `None` (the default): the
+    /// and [`Summarize`], [`Digest`](super::Digest) and [`Slide`](super::Slide) count
+    /// by it instead of their estimate, so their step's count is the output's. `None` (the default): the
     /// estimate. **O(len)** of the summary where answered.
     fn written_tokens(&mut self, summary: &crate::compact::Payload) -> Option<u64> {
         let _ = summary;
