@@ -58,8 +58,10 @@ impl Digest {
         self.run_sized(log, goal, |_| None)
     }
 
-    /// [`run`](Self::run), each digest counted by `written` where it answers (a provider transcript's route:
-    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens)), else by the estimate. Same cost, plus the sizing.
+    /// [`run`](Self::run), each digest counted by `written` where it answers (a
+    /// provider transcript's route:
+    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens)), else by the
+    /// estimate. Same cost, plus the sizing.
     pub(crate) fn run_sized(
         &self,
         log: &mut Log,

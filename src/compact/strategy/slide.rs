@@ -56,9 +56,11 @@ impl Slide {
         self.run_sized(log, goal, |_| None)
     }
 
-    /// [`run`](Self::run), the chosen stretches' ledgers counted by `written` where it answers (a provider
-    /// transcript's route: [`Summarizer::written_tokens`](super::Summarizer::written_tokens); how far
-    /// to slide is chosen by the estimate), else by the estimate. Same cost, plus the sizing.
+    /// [`run`](Self::run), the chosen stretches' ledgers counted by `written` where it
+    /// answers (a provider transcript's route:
+    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens); how far to
+    /// slide is chosen by the estimate), else by the estimate. Same cost, plus the
+    /// sizing.
     pub(crate) fn run_sized(
         &self,
         log: &mut Log,

@@ -59,8 +59,8 @@ pub trait Summarizer {
     /// ([`Loaded::run`](crate::format::Loaded::run)) wraps the caller's summarizer to
     /// say it (the summary message in the transcript's shape, read with its counter),
     /// and [`Summarize`], [`Digest`](super::Digest) and [`Slide`](super::Slide) count
-    /// by it instead of their estimate, so their step's count is the output's. `None` (the default): the
-    /// estimate. **O(len)** of the summary where answered.
+    /// by it instead of their estimate, so their step's count is the output's. `None`
+    /// (the default): the estimate. **O(len)** of the summary where answered.
     fn written_tokens(&mut self, summary: &crate::compact::Payload) -> Option<u64> {
         let _ = summary;
         None
@@ -278,7 +278,6 @@ impl Summarize {
         Ok(plan_to(span.end).map(prepared))
     }
 
-    /// Applies the region with its prose.
     /// Applies the prepared regions with their prose; `written[i]`, where known, is
     /// what summary `i` counts as written ([`Summarizer::written_tokens`]), else the
     /// ledger's estimate plus the prose's.
