@@ -263,7 +263,7 @@ fn passes(label: &str, text: &str, format: Format) {
 
 /// The real transcripts: the repository's fixtures, and those in
 /// ../shared/data/transcripts (beside the checkout) when it is there.
-fn real() -> Vec<(String, String, Format)> {
+pub(crate) fn real() -> Vec<(String, String, Format)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs: Vec<PathBuf> = vec![root.join("tests/fixtures/transcripts")];
     let shared = root.join("../shared/data/transcripts");

@@ -58,9 +58,10 @@ impl Slide {
 
     /// [`run`](Self::run), the chosen stretches' ledgers counted by `written` where it
     /// answers (a provider transcript's route:
-    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens); how far to
-    /// slide is chosen by the estimate), else by the estimate. Same cost, plus the
-    /// sizing.
+    /// [`Summarizer::written_tokens`](super::Summarizer::written_tokens)), else by the
+    /// estimate. How far to slide is chosen by the estimate, then moved one turn on
+    /// while the ledgers as written still leave the log over the target. Same cost,
+    /// plus one sizing per turn tried (one, or a few when the estimate is far off).
     pub(crate) fn run_sized(
         &self,
         log: &mut Log,
@@ -173,25 +174,35 @@ impl Slide {
                 }
             }
         }
-        left.add(
-            Skip::TargetMet,
-            candidates.iter().filter(|&&c| c > chosen).count(),
-        );
-        let Some(mut plans) = stretches(chosen).filter(|p| !p.is_empty()) else {
-            left.add(
-                Skip::Pinned,
-                usize::from(log.kept_in(span.head..chosen).is_some()),
-            );
-            return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
-        };
-        // The chosen ledgers as they will be written, where the summarizer knows.
-        for (plan, outcome, tokens, _) in &mut plans {
-            if let Outcome::Summary { tokens: t, .. } = outcome {
-                if let Some(sized) = written(&log.summary_payload(plan, None)) {
-                    (*t, *tokens) = (sized, sized);
+        // The chosen stretches' ledgers as they will be written, where the summarizer
+        // knows. The estimate chose the candidate; sized as written, the log may still
+        // be over the target, and the next candidate is tried (usually none or one).
+        let mut at = candidates.iter().position(|&c| c == chosen).unwrap_or(0);
+        let mut plans = loop {
+            let c = candidates[at];
+            let Some(mut plans) = stretches(c).filter(|p| !p.is_empty()) else {
+                left.add(
+                    Skip::Pinned,
+                    usize::from(log.kept_in(span.head..c).is_some()),
+                );
+                return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+            };
+            let mut sized = false;
+            for (plan, outcome, tokens, _) in &mut plans {
+                if let Outcome::Summary { tokens: t, .. } = outcome {
+                    if let Some(n) = written(&log.summary_payload(plan, None)) {
+                        (*t, *tokens, sized) = (n, n, true);
+                    }
                 }
             }
-        }
+            let over = goal.target_tokens.is_some_and(|t| size_after(&plans) > t);
+            if sized && over && at + 1 < candidates.len() {
+                at += 1;
+                continue;
+            }
+            break plans;
+        };
+        left.add(Skip::TargetMet, candidates.len() - 1 - at);
         let after = size_after(&plans);
         // A ledger no smaller than its stretch: beside a wall that stretch stays as it
         // is; with nothing else to drop, the step is refused.
