@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use super::{Blocked, Edit, Goal, Kind, LeftAlone, NoProgress, Regions, StepReport};
-use crate::compact::{ArgumentPolicy, Log, Outcome, Plan, Unit, estimate_tokens};
+use crate::compact::{ArgumentPolicy, Log, Outcome, Payload, Plan, Unit, estimate_tokens};
 
 /// What a summarizer is asked to summarize: the region's [`Plan`] (its pair atoms and
 /// position) and the [`Unit`]s its ledger will list, on the log as it is.
@@ -111,7 +111,9 @@ impl AsyncSummarizer for LedgerOnly {
 /// **O(log n + r)** for a region of `r` records (a forward search of the prefix sums
 /// for the target, then the region's atoms; re-searched a few times at most when the
 /// ledger's own tokens push the log back over the target), plus the summarizer, plus
-/// the region replacement ([`Log::apply`]).
+/// the region replacement ([`Log::apply`]). On a provider transcript's route each
+/// candidate's ledger is also written and counted
+/// ([`Summarizer::written_tokens`]): **O(r)** more per search.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 #[non_exhaustive]
 pub struct Summarize {
@@ -156,7 +158,8 @@ impl Summarize {
         goal: &Goal,
         summarizer: &mut dyn Summarizer,
     ) -> Result<StepReport, NoProgress> {
-        let Some(prepared) = self.prepare(log, goal)? else {
+        let sized = |p: &Payload| summarizer.written_tokens(p);
+        let Some(prepared) = self.prepare(log, goal, sized)? else {
             return Ok(StepReport::new(Kind::Summarize, log).finish(log, goal));
         };
         let proses: Vec<Prose> = prepared
@@ -190,7 +193,7 @@ impl Summarize {
         goal: &Goal,
         summarizer: &mut S,
     ) -> Result<StepReport, NoProgress> {
-        let Some(prepared) = self.prepare(log, goal)? else {
+        let Some(prepared) = self.prepare(log, goal, |_| None)? else {
             return Ok(StepReport::new(Kind::Summarize, log).finish(log, goal));
         };
         let mut proses = Vec::with_capacity(prepared.len());
@@ -210,8 +213,15 @@ impl Summarize {
     }
 
     /// Chooses the region, as its stretches between kept records (one when it holds
-    /// none); `None` when the target is met already.
-    fn prepare(&self, log: &Log, goal: &Goal) -> Result<Option<Vec<Prepared>>, NoProgress> {
+    /// none), each ledger counted as `written` says it will be written (the ledger
+    /// alone, before any prose), else by the estimate; `None` when the target is met
+    /// already.
+    fn prepare(
+        &self,
+        log: &Log,
+        goal: &Goal,
+        mut written: impl FnMut(&Payload) -> Option<u64>,
+    ) -> Result<Option<Vec<Prepared>>, NoProgress> {
         let total = log.tracker().total_tokens();
         if goal.reached(total) {
             return Ok(None);
@@ -222,15 +232,17 @@ impl Summarize {
         let first = t
             .legal_cut_at_or_after(span.head + 1)
             .map_or(span.end, |c| c.min(span.end));
-        // A candidate region: its plan and its ledger's estimate, without the units
-        // (an earlier summary folded in is read, not cloned, once per candidate).
-        // Each stretch between kept records is a region of its own ([`Log::around_kept`]).
-        let plan_to = |end: usize| -> Option<Vec<(Plan, u64)>> {
+        // A candidate region: its plan and its ledger's size: as written where
+        // `written` says, else the estimate, without the units (an earlier summary
+        // folded in is read, not cloned, once per candidate). Each stretch between
+        // kept records is a region of its own ([`Log::around_kept`]).
+        let mut plan_to = |end: usize| -> Option<Vec<(Plan, u64)>> {
             let walled = log.kept_in(span.head..end).is_some();
             let mut plans = Vec::new();
             for r in log.around_kept(span.head, end) {
                 let plan = log.plan_region(r, self.arguments).ok()?;
-                let ledger_tokens = log.units_estimate(&plan);
+                let ledger_tokens = written(&log.summary_payload(&plan, None))
+                    .unwrap_or_else(|| log.units_estimate(&plan));
                 // Beside a wall, a stretch its ledger would outweigh stays as it is.
                 if walled && ledger_tokens >= plan.region_tokens {
                     continue;
