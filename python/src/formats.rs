@@ -5,7 +5,9 @@
 
 use std::cell::RefCell;
 
-use cutpoint::compact::{Direction, Unit, Window, estimate_summary_tokens, summary_text};
+use cutpoint::compact::{
+    ArgumentPolicy, Direction, Unit, Window, estimate_summary_tokens, summary_text,
+};
 use cutpoint::format::loaded::{
     SummarizeError, Summarized, SummaryCount, SummaryOptions, ThinkingStep,
 };
@@ -302,11 +304,16 @@ struct Summarize {
     keep_thinking_valid: bool,
     /// The budget is in the provider's reported tokens (the CLI's `--calibrated`).
     calibrated: bool,
+    /// Tokens to count for the records summary (the CLI's `--summary-tokens`);
+    /// refused on a provider format, whose summary message is counted as written.
+    summary_tokens: Option<u64>,
+    /// Cut string argument fields longer than this in the ledger (the CLI's
+    /// `--shorten-arguments`).
+    shorten_arguments: Option<usize>,
 }
 
 /// The options `summarize` takes, for the error that names an unknown one.
-const SUMMARIZE_OPTIONS: &str =
-    "budget, target, lookback, keep_head, summary, direction, keep_thinking_valid, calibrated";
+const SUMMARIZE_OPTIONS: &str = "budget, context_window, max_output, target, lookback, keep_head, summary, direction, keep_thinking_valid, calibrated, summary_tokens, shorten_arguments";
 
 impl Summarize {
     /// Reads the options from `options` (`None` values are unset). **O(options)**.
@@ -320,10 +327,15 @@ impl Summarize {
             direction: None,
             keep_thinking_valid: true,
             calibrated: false,
+            summary_tokens: None,
+            shorten_arguments: None,
         };
         let Some(options) = options else {
             return Ok(out);
         };
+        // `budget`, else the context window less the output (as the CLI's and the
+        // pipeline's).
+        let (mut window, mut output) = (None::<u64>, None::<u64>);
         for (key, value) in options.iter() {
             let key: String = key.extract()?;
             if value.is_none() {
@@ -337,6 +349,10 @@ impl Summarize {
                 "summary" => out.summary = Some(value.extract()?),
                 "keep_thinking_valid" => out.keep_thinking_valid = flag(&key, &value)?,
                 "calibrated" => out.calibrated = flag(&key, &value)?,
+                "context_window" => window = Some(value.extract()?),
+                "max_output" => output = Some(value.extract()?),
+                "summary_tokens" => out.summary_tokens = Some(value.extract()?),
+                "shorten_arguments" => out.shorten_arguments = Some(value.extract()?),
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {
@@ -356,14 +372,26 @@ impl Summarize {
                 }
             }
         }
+        match (window, output) {
+            (Some(w), Some(o)) => out.budget = out.budget.or(Some(w.saturating_sub(o))),
+            (Some(_), None) => {
+                return Err(PyTypeError::new_err(
+                    "context_window needs max_output (the budget is the window less the output)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(PyTypeError::new_err("max_output needs context_window"));
+            }
+            (None, None) => {}
+        }
         if out.calibrated && out.budget.is_none() {
             return Err(PyTypeError::new_err(
-                "calibrated=True reads a budget in the provider's tokens: give budget= (a target is in cutpoint's estimate)",
+                "calibrated=True reads a budget in the provider's tokens: give budget= (or context_window= with max_output=; a target is in cutpoint's estimate)",
             ));
         }
         match (out.budget, out.target) {
             (None, None) => Err(PyTypeError::new_err(
-                "strategy \"summarize\" needs budget= (tokens to keep at most) or target= (tokens to compact)",
+                "strategy \"summarize\" needs budget= (tokens to keep at most; or context_window= with max_output=) or target= (tokens to compact)",
             )),
             (Some(_), Some(_)) => Err(PyTypeError::new_err(
                 "strategy \"summarize\" takes budget= or target=, not both",
@@ -386,6 +414,9 @@ impl Summarize {
             (Some(l), _) => window = window.lookback(l),
             (None, true) => window = window.lookback(u64::MAX),
             (None, false) => {}
+        }
+        if let Some(max_chars) = self.shorten_arguments {
+            window = window.arguments(ArgumentPolicy::Shorten { max_chars });
         }
         window
     }
@@ -459,12 +490,21 @@ fn summarize(
     counter: &Counter<'_>,
 ) -> PyResult<Outcome> {
     let loaded = load(py, text, format, counter)?;
-    // The records summary's count: the caller's counter when one was given, else
-    // the library's estimate (as the CLI's, so that both write the same bytes).
+    if opts.summary_tokens.is_some() && !loaded.takes_summary_count() {
+        return Err(PyValueError::new_err(format!(
+            "summary_tokens applies to records JSONL: a {} summary message is counted as it is written",
+            loaded.format()
+        )));
+    }
+    // The records summary's count: `summary_tokens` when given, else the caller's
+    // counter, else the library's estimate (as the CLI's, so that both write the same
+    // bytes).
     let count = |units: &[Unit]| {
-        counter
-            .count(&summary_text(opts.summary.as_deref().unwrap_or(""), units))
-            .unwrap_or_else(|| estimate_summary_tokens(opts.summary.as_deref(), units))
+        opts.summary_tokens.unwrap_or_else(|| {
+            counter
+                .count(&summary_text(opts.summary.as_deref().unwrap_or(""), units))
+                .unwrap_or_else(|| estimate_summary_tokens(opts.summary.as_deref(), units))
+        })
     };
     let before = loaded.live_tokens();
     let calibrated = match opts.budget {

@@ -317,6 +317,59 @@ def test_python_summarizes_records_as_the_cli_compacts_at_a_target(seed: int, tm
             assert kept == [json.loads(line) for line in text.splitlines()[report.cut :]], case
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_summarize_takes_the_clis_summary_options(seed: int, tmp_path: Path) -> None:
+    # `summary_tokens` (records only), `shorten_arguments` and a window less the
+    # output are the CLI's `--summary-tokens`, `--shorten-arguments`,
+    # `--context-window`/`--max-output` on the one summary route: the same bytes.
+    text = records_log(random.Random(300 + seed), broken=False)
+    path = tmp_path / "log.jsonl"
+    path.write_text(text)
+    live = sum(json.loads(line)["tokens"] for line in text.splitlines())
+    budget = live * 50 // 100
+    cases = [
+        ({"budget": budget, "summary_tokens": 7}, ["--budget", str(budget), "--summary-tokens", "7"]),
+        ({"budget": budget, "shorten_arguments": 8}, ["--budget", str(budget), "--shorten-arguments", "8"]),
+        (
+            {"context_window": budget + 500, "max_output": 500},
+            ["--context-window", str(budget + 500), "--max-output", "500"],
+        ),
+    ]
+    for options, flags in cases:
+        done = subprocess.run(
+            [str(cli()), "compact", "--strategy", "summarize", *flags, str(path)], capture_output=True
+        )
+        case = f"seed {seed} {options}"
+        same_verdict(
+            case,
+            done,
+            text,
+            lambda: cutpoint.compact_report(text, format="records", strategy="summarize", **options),
+        )
+    if seed == 0:
+        summary = next(
+            o for o, _ in cases if "summary_tokens" in o
+        )
+        report = cutpoint.compact_report(text, format="records", strategy="summarize", **summary)
+        assert report.changed
+        first = json.loads(report.messages.splitlines()[report.head])
+        assert first["kind"] == "summary" and first["tokens"] == 7, first
+
+
+def test_summary_tokens_is_refused_on_a_provider_format_as_in_the_cli() -> None:
+    path = TRANSCRIPTS / "openai-chat__tau-bench__gpt-4o-airline-traj173.json"
+    done = subprocess.run(
+        [str(cli()), "compact", "--strategy", "summarize", "--budget", "2000", "--summary-tokens", "5", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--summary-tokens applies to records JSONL" in done.stderr
+    with pytest.raises(ValueError, match="summary_tokens applies to records JSONL"):
+        cutpoint.compact(path.read_text(), strategy="summarize", budget=2000, summary_tokens=5)
+    with pytest.raises(TypeError, match="context_window needs max_output"):
+        cutpoint.compact(path.read_text(), strategy="summarize", context_window=5000)
+
+
 def test_a_records_target_in_the_first_record_defers_as_in_the_cli(tmp_path: Path) -> None:
     # Before, Python answered "unchanged" where the CLI (and Python on every other
     # format) defers: the only legal cut the walk back reaches is the pinned head.
