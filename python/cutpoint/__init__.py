@@ -377,6 +377,13 @@ def compact(
         direction: ``"back"`` or ``"forward"``, overriding the default above.
         keep_thinking_valid: as for the other strategies (below); default ``True``.
         calibrated: as for the other strategies (below); with ``budget`` only.
+        context_window, max_output: instead of ``budget``, the window less the
+            output (as for the other strategies).
+        shorten_arguments: cut string argument fields longer than this many
+            characters in the ledger (never commands, paths or queries).
+        summary_tokens: the tokens to count for a records summary (the CLI's
+            ``--summary-tokens``); ``ValueError`` on a provider format, whose
+            summary message is counted as written.
 
     Options of the other strategies (every one takes the first five, and ``keep_thinking_valid``):
         budget: the tokens the log should fit in; the strategy stops once it does
