@@ -25,16 +25,19 @@
 //! Loopback only; short by default (CI builds it only):
 //! `cargo bench -p cutpoint-proxy --bench latency`.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use cutpoint_proxy::{Config, Proxy};
-use http_body_util::channel::Channel;
 use http_body_util::{BodyExt, Full};
+use hyper::body::Frame;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
@@ -57,6 +60,27 @@ const STREAM: &str = "x-bench-stream";
 type Agent = Client<HttpConnector, Full<Bytes>>;
 
 /// Starts the stand-in upstream: reads each request whole, answers `{}` at once, or
+/// A streamed answer: its chunks one frame at a time, made in the body's own poll.
+/// Not a `Channel` fed by a spawned task: on this multi-threaded runtime that one can
+/// end before its last chunk (see `proxy/tests/it/load.rs`, `Paced`).
+struct Chunks(VecDeque<Bytes>);
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|c| Ok(Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// `sse` in chunks of 200 bytes when asked for a stream.
 async fn stand_in(sse: Bytes) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -76,15 +100,12 @@ async fn stand_in(sse: Bytes) -> SocketAddr {
                         let body = Full::new(Bytes::from_static(b"{}")).boxed_unsync();
                         return Ok::<_, Infallible>(hyper::Response::new(body));
                     }
-                    let (mut tx, body) = Channel::<Bytes>::new(4);
-                    tokio::spawn(async move {
-                        for at in (0..sse.len()).step_by(200) {
-                            let chunk = sse.slice(at..(at + 200).min(sse.len()));
-                            if tx.send_data(chunk).await.is_err() {
-                                return;
-                            }
-                        }
-                    });
+                    let body = Chunks(
+                        (0..sse.len())
+                            .step_by(200)
+                            .map(|at| sse.slice(at..(at + 200).min(sse.len())))
+                            .collect(),
+                    );
                     let response = hyper::Response::builder()
                         .header("content-type", "text/event-stream")
                         .body(body.boxed_unsync())
