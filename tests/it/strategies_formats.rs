@@ -13,6 +13,8 @@ use cutpoint::compact::strategy::{
     CLEARED_RESULT_TEXT, Clear, ClearInputs, ClearThinking, Digest, Edit, Floors, Goal, LedgerOnly,
     Slide, StepReport, Strategy, Summarize, Truncate,
 };
+use cutpoint::compact::{Direction, Window};
+use cutpoint::format::loaded::SummaryOptions;
 use cutpoint::format::{self, ByteEstimate, Format, Loaded, Transcript, check_rules};
 use cutpoint::testing::synth::{Rng, Session};
 use cutpoint::testing::writers::{log_of, write};
@@ -709,8 +711,8 @@ fn digest_summarize_and_slide_count_what_they_write_on_real_transcripts() {
     assert!(off.is_empty(), "{}", off.join("\n"));
 }
 
-/// Each strategy meets every budget that it meets when run as far as it goes (a
-/// budget of 0), on every real transcript, from 10% to 90% of its live history: a
+/// Each strategy, and the one summary route, meets every budget that it meets when
+/// run as far as it goes (a budget of 0), on every real transcript, from 10% to 90% of its live history: a
 /// strategy that chooses its region by the estimate and then counts what it writes
 /// must not stop short of a budget within its reach. Before, `slide`'s estimate chose
 /// its turn and that was final: tau-bench traj173 at 30% of its 5614 tokens stopped
@@ -764,7 +766,40 @@ fn every_strategy_meets_every_budget_within_its_reach_on_real_transcripts() {
             }
         }
     }
-    assert!(checked > 200, "{checked} budgets within reach");
+    // The one summary route (`compact --strategy summarize`, `compact --budget`,
+    // Python's `summarize`): the cut moves forward until the log fits.
+    for (name, text, format) in crate::one_path::real() {
+        let loaded = Loaded::read(&text, format, &ByteEstimate).unwrap();
+        let live = loaded.live_tokens();
+        let window = Window::new(0)
+            .direction(Direction::Forward)
+            .lookback(u64::MAX);
+        let summarize = |budget: u64| {
+            let opts = SummaryOptions::within(budget, window.clone()).keep_thinking_valid(false);
+            match loaded.summarize(&opts, &ByteEstimate) {
+                Ok(Some(done)) => Some(done.tokens_after.min(live)),
+                Ok(None) => Some(live),
+                Err(_) => None,
+            }
+        };
+        let Some(furthest) = summarize(0) else {
+            continue;
+        };
+        for pct in (10..=90).step_by(5) {
+            let budget = live * pct / 100;
+            if budget < furthest {
+                continue;
+            }
+            checked += 1;
+            match summarize(budget) {
+                Some(after) if after <= budget => {}
+                after => missed.push(format!(
+                    "{name} one summary {pct}%: {after:?} > {budget}, {furthest} reachable"
+                )),
+            }
+        }
+    }
+    assert!(checked > 300, "{checked} budgets within reach");
     assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
 
