@@ -55,22 +55,24 @@ pub(crate) fn run(args: Args) -> ExitCode {
         .flat_map(|m| m.blocks.iter())
         .filter(|(b, _)| matches!(b, Block::Call { .. }))
         .count();
-    let answered: std::collections::HashSet<&str> = transcript
-        .messages
-        .iter()
-        .flat_map(|m| m.results().map(|(_, id)| id.as_str()))
-        .collect();
     let results = transcript
         .messages
         .iter()
         .map(|m| m.results().count())
         .sum::<usize>();
-    let pairs = transcript
-        .messages
-        .iter()
-        .flat_map(|m| m.calls().map(|(_, id, _)| id.as_str()))
-        .filter(|id| answered.contains(id))
-        .count();
+    // Pairs: per call id, as many as it has both calls and results (an id reused
+    // while its first call is unanswered makes one pair, not two).
+    let mut per_id: std::collections::HashMap<&str, (usize, usize)> =
+        std::collections::HashMap::new();
+    for m in &transcript.messages {
+        for (_, id, _) in m.calls() {
+            per_id.entry(id.as_str()).or_default().0 += 1;
+        }
+        for (_, id) in m.results() {
+            per_id.entry(id.as_str()).or_default().1 += 1;
+        }
+    }
+    let pairs: usize = per_id.values().map(|&(c, r)| c.min(r)).sum();
     // The longest stretch between two consecutive legal cuts: what can never be split.
     let cuts: Vec<usize> = tracker.legal_cuts().collect();
     let mut longest = (0usize, 0u64, 0usize); // (records, tokens, from record)

@@ -103,6 +103,33 @@ fn json_output_and_unreadable_files() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A call id used again while its first call is unanswered: one pair and one call
+/// pending, not two pairs (every call whose id had a result was counted as paired).
+#[test]
+fn stats_counts_a_reused_pending_id_as_one_pair() {
+    let dir = std::env::temp_dir().join(format!("cutpoint-stats-reuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("log.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            "{\"kind\":\"user\",\"tokens\":5}\n",
+            "{\"kind\":\"tool_use\",\"call_id\":\"a\",\"tokens\":3}\n",
+            "{\"kind\":\"tool_use\",\"call_id\":\"a\",\"tokens\":3}\n",
+            "{\"kind\":\"tool_result\",\"call_id\":\"a\",\"tokens\":3}\n",
+        ),
+    )
+    .unwrap();
+    let out = cutpoint(&["stats", "--json", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["tool_calls"], 2);
+    assert_eq!(doc["tool_results"], 1);
+    assert_eq!(doc["tool_pairs"], 1);
+    assert_eq!(doc["pending_calls"], 1);
+}
+
 #[test]
 fn stats_reports_pairs_cuts_and_the_longest_pending_span() {
     let out = cutpoint(&["stats", "--json", &fixture(ORPHAN)]);
