@@ -83,10 +83,10 @@ pub const MAX_ROUNDS: usize = 3;
 /// `progress` remembers stalled stages across runs on the same transcript;
 /// `summarizer` writes the summarize stages' prose.
 ///
-/// The strategies size what they write (placeholders, digests, summaries) by an
-/// estimate; the written JSON (escaped arguments, the provider's message shape) can
-/// read back larger. So the output is read back with `counter` (the counter `t` was
-/// read with) and the report's `tokens_after` is that count; while it is over the
+/// The strategies size what they write (placeholders, digests, summaries) as it is
+/// written, read with `counter` (the counter `t` was read with), and anything else
+/// (prose the summarizer counted itself) by what they are told, which can read back
+/// larger. So the output is read back with `counter` and the report's `tokens_after` is that count; while it is over the
 /// pipeline's budget and the last round changed something, the pipeline runs again
 /// on the output, at most [`MAX_ROUNDS`] rounds in all. A budget the report says is
 /// met therefore holds for the text returned. A transcript within its budget
