@@ -83,12 +83,14 @@ pub const MAX_ROUNDS: usize = 3;
 /// `progress` remembers stalled stages across runs on the same transcript;
 /// `summarizer` writes the summarize stages' prose.
 ///
-/// The strategies size what they write (placeholders, digests, summaries) as it is
-/// written, read with `counter` (the counter `t` was read with), and anything else
-/// (prose the summarizer counted itself) by what they are told, which can read back
-/// larger. So the output is read back with `counter` and the report's `tokens_after` is that count; while it is over the
-/// pipeline's budget and the last round changed something, the pipeline runs again
-/// on the output, at most [`MAX_ROUNDS`] rounds in all. A budget the report says is
+/// The strategies size what they write (placeholders, digests, summaries with their
+/// prose) as it is written, read with `counter` (the counter `t` was read with), so
+/// their count is the output's (on Claude Code, at least the output's). The output
+/// is read back with `counter` all the same, and the report's `tokens_after` is that
+/// count; while it is over the pipeline's budget and the last round changed
+/// something, the pipeline runs again on the output, at most [`MAX_ROUNDS`] rounds
+/// in all (on the real transcripts such a round no longer finds anything to do; its
+/// steps say why the stages stopped). A budget the report says is
 /// met therefore holds for the text returned. A transcript within its budget
 /// already is returned byte for byte, with a report of no steps
 /// ([`PipelineReport::was_within_budget`]): so a run on its own output changes
