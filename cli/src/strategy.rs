@@ -377,9 +377,17 @@ fn finish(
         print();
         return ExitCode::SUCCESS;
     }
-    // Each reason once, though several rounds may have met it.
+    // Each reason once, though several rounds may have met it: a stage that made
+    // no progress says why; one that ran and stopped short of its target, what it
+    // left alone.
     let mut why: Vec<String> = Vec::new();
-    for reason in report.blocked().map(ToString::to_string) {
+    let short = report
+        .ran()
+        .filter(|r| !r.met_target && !r.left_alone.is_empty());
+    let reasons = short
+        .map(|r| format!("{}: stopped short, left alone {}", r.kind, r.left_alone))
+        .chain(report.blocked().map(ToString::to_string));
+    for reason in reasons {
         if !why.contains(&reason) {
             why.push(reason);
         }

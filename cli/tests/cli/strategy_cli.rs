@@ -980,3 +980,51 @@ fn a_strategys_options_are_refused_by_the_strategies_that_do_not_read_them() {
         }
     }
 }
+
+/// Over budget, the message says why for every stage: one that made no progress gives
+/// its reason, and one that ran and stopped short of its target says what it left
+/// alone. Before, a `clear` that cleared all it might said only "over budget: 23244
+/// tokens left, the budget is 14759", and `truncate` held back by the latest request
+/// said it had stopped for its target.
+#[test]
+fn over_budget_says_what_a_stage_that_stopped_short_left_alone() {
+    let session = root("examples/data/session.jsonl");
+    let session = session.to_str().unwrap();
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "clear",
+            "--budget",
+            "14759",
+            session,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(clear: stopped short, left alone 3 kept-recent)"),
+        "{err}"
+    );
+    let traj = root(
+        "tests/fixtures/transcripts/chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
+    );
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "truncate",
+            "--budget",
+            "3507",
+            traj.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("truncate: stopped short, left alone 1 kept-recent"),
+        "{err}"
+    );
+}

@@ -314,6 +314,28 @@ impl LeftAlone {
     pub fn iter(&self) -> impl Iterator<Item = (Skip, usize)> + '_ {
         self.0.iter().copied()
     }
+
+    /// Whether nothing was left alone. **O(1)**.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for LeftAlone {
+    /// `3 kept-recent, 1 floor` ([`Skip::name`]), in the fixed order; `nothing` when
+    /// empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("nothing");
+        }
+        for (i, (why, n)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n} {}", why.name())?;
+        }
+        Ok(())
+    }
 }
 
 /// What a strategy did.

@@ -57,8 +57,9 @@ impl Truncate {
                 .zip(t.tokens_before(r.start))
                 .map_or(0, |(e, s)| e.saturating_sub(s))
         };
-        // The region's end for `want` tokens dropped past the head.
-        let end_for = |want: u64| {
+        // The region's end for `want` tokens dropped past the head, and whether the
+        // latest request held it back.
+        let end_for = |want: u64| -> (usize, bool) {
             let mut end = match goal.target_tokens {
                 Some(_) => t
                     .select_legal_cut_forward(base.saturating_add(want), u64::MAX)
@@ -83,15 +84,17 @@ impl Truncate {
             let last_request = (1..)
                 .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
                 .find(|&c| t.is_legal_cut(c));
+            let mut held = false;
             if let Some(last_user) = last_request {
+                held = end > last_user;
                 end = end.min(last_user);
             } else if end == len {
-                end = span.head;
+                (end, held) = (span.head, true);
             }
-            end
+            (end, held)
         };
         let need = goal.target_tokens.map_or(0, |target| total - target);
-        let mut end = end_for(need);
+        let (mut end, mut held) = end_for(need);
         // Kept records inside stay: search again past them (a few rounds; each moves
         // the end forward).
         for _ in 0..8 {
@@ -105,17 +108,22 @@ impl Truncate {
             if kept == 0 || goal.target_tokens.is_none() {
                 break;
             }
-            let next = end_for(need.saturating_add(kept));
+            let (next, next_held) = end_for(need.saturating_add(kept));
             if next <= end {
                 break;
             }
-            end = next;
+            (end, held) = (next, next_held);
         }
         let mut left = LeftAlone::default();
         if end <= span.head {
             return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
         }
-        left.add(Skip::TargetMet, usize::from(end < span.end));
+        // What stopped the region: the latest request, which stays, or the target.
+        if held {
+            left.add(Skip::KeptRecent, 1);
+        } else {
+            left.add(Skip::TargetMet, usize::from(end < span.end));
+        }
         // The region without its kept records (each stays where it is, with what is
         // bound to it), as stretches between legal cuts.
         let mut plans = Vec::new();
