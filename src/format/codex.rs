@@ -98,15 +98,21 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 let compacted: Compacted<'_> = serde_json::from_str(payload.get())
                     .map_err(|e| invalid(format!("payload: {}", describe(&e))))?;
                 let mut blocks = Vec::new();
+                // Items with a server `id` are signed, as on a `response_item` line.
+                let mut signed = Vec::new();
                 for (k, item) in compacted
                     .replacement_history
                     .unwrap_or_default()
                     .into_iter()
                     .enumerate()
                 {
-                    let parsed = openai_responses::item(item.get(), counter)
-                        .map_err(|m| invalid(format!("replacement_history.{k}: {m}")))?;
-                    blocks.extend(parsed.into_blocks());
+                    let (_, block, tokens, is_signed) =
+                        openai_responses::item_block(item.get(), counter)
+                            .map_err(|m| invalid(format!("replacement_history.{k}: {m}")))?;
+                    if is_signed {
+                        signed.push(blocks.len());
+                    }
+                    blocks.push((block, tokens, fingerprint(item.get())));
                 }
                 if blocks.is_empty() {
                     blocks.push((
@@ -117,6 +123,7 @@ pub(crate) fn read(text: &str, counter: &dyn TokenCounter) -> Result<Vec<Message
                 }
                 messages.push(Message {
                     starts_history: true,
+                    signed,
                     ..Message::printed(Role::Compacted, line, span, blocks)
                 });
             }

@@ -770,16 +770,6 @@ impl Parsed<'_> {
         message.signed = self.signed;
         message
     }
-
-    /// The blocks with the fingerprints of their texts (JSONL: every block is on the
-    /// record's line), taken as they are read, with no list of their own: a Codex
-    /// `compacted` line gathers its replacement items' blocks into one message
-    /// ([`Message::printed`]). **O(len)**.
-    pub(crate) fn into_blocks(self) -> impl ExactSizeIterator<Item = (Block, u64, u64)> {
-        self.blocks
-            .into_iter()
-            .map(|(b, t, at)| (b, t, fingerprint(at)))
-    }
 }
 
 impl Transcript {

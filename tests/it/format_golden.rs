@@ -489,6 +489,26 @@ const CODEX: &str = r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"
 {"timestamp":"t11","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
 "#;
 
+/// A `compacted` line's replacement items carry their server `id` as a
+/// `response_item` line's item does: each such block is signed (before, the
+/// replacement history's were never marked).
+#[test]
+fn codex_compacted_replacement_items_with_a_server_id_are_signed() {
+    let text = concat!(
+        r#"{"timestamp":"t0","type":"session_meta","payload":{"id":"s"}}"#,
+        "\n",
+        r#"{"timestamp":"t1","type":"compacted","payload":{"message":"","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]},{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"r"},{"type":"message","id":"msg_2","role":"assistant","content":[{"type":"output_text","text":"ok"}]}]}}"#,
+        "\n",
+        r#"{"timestamp":"t2","type":"response_item","payload":{"type":"message","id":"msg_3","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#,
+        "\n",
+    );
+    let t = read(text, Format::CodexRollout);
+    assert_eq!(t.messages.len(), 2);
+    assert_eq!(t.messages[0].blocks.len(), 3);
+    assert_eq!(t.messages[0].signed, [1, 2]);
+    assert_eq!(t.messages[1].signed, [0]);
+}
+
 #[test]
 fn codex_compacted_line_replaces_history_and_web_search_needs_no_output() {
     assert_eq!(format::detect(CODEX).ok(), Some(Format::CodexRollout));
