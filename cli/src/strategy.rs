@@ -379,13 +379,16 @@ fn finish(
     }
     // Each reason once, though several rounds may have met it: a stage that made
     // no progress says why; one that ran and stopped short of its target, what it
-    // left alone.
+    // left alone (or that nothing more was eligible).
     let mut why: Vec<String> = Vec::new();
     let short = report
         .ran()
-        .filter(|r| !r.met_target && !r.left_alone.is_empty());
+        .filter(|r| !r.met_target && !r.edits.is_empty());
     let reasons = short
-        .map(|r| format!("{}: stopped short, left alone {}", r.kind, r.left_alone))
+        .map(|r| match r.left_alone.is_empty() {
+            true => format!("{}: stopped short, nothing more eligible", r.kind),
+            false => format!("{}: stopped short, left alone {}", r.kind, r.left_alone),
+        })
         .chain(report.blocked().map(ToString::to_string));
     for reason in reasons {
         if !why.contains(&reason) {

@@ -983,9 +983,10 @@ fn a_strategys_options_are_refused_by_the_strategies_that_do_not_read_them() {
 
 /// Over budget, the message says why for every stage: one that made no progress gives
 /// its reason, and one that ran and stopped short of its target says what it left
-/// alone. Before, a `clear` that cleared all it might said only "over budget: 23244
-/// tokens left, the budget is 14759", and `truncate` held back by the latest request
-/// said it had stopped for its target.
+/// alone (or that nothing more was eligible). Before, a `clear` that cleared all it
+/// might said only "over budget: 23244 tokens left, the budget is 14759", and
+/// `truncate` held back by the latest request or the floors said it had stopped for
+/// its target.
 #[test]
 fn over_budget_says_what_a_stage_that_stopped_short_left_alone() {
     let session = root("examples/data/session.jsonl");
@@ -1005,6 +1006,41 @@ fn over_budget_says_what_a_stage_that_stopped_short_left_alone() {
     let err = text(&out.stderr);
     assert!(
         err.contains("(clear: stopped short, left alone 3 kept-recent)"),
+        "{err}"
+    );
+    // A stage that ran and left nothing it might have taken.
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "digest",
+            "--budget",
+            "5000",
+            session,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(digest: stopped short, nothing more eligible)"),
+        "{err}"
+    );
+    // truncate's region ends at the last user turn before the floors.
+    let out = cutpoint(
+        &[
+            "compact",
+            "--strategy",
+            "truncate",
+            "--budget",
+            "5000",
+            session,
+        ],
+        b"",
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(truncate: stopped short, left alone 1 floor)"),
         "{err}"
     );
     let traj = root(

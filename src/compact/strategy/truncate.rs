@@ -118,11 +118,20 @@ impl Truncate {
         if end <= span.head {
             return Err(NoProgress::nothing_eligible(Kind::Truncate, log, left));
         }
-        // What stopped the region: the latest request, which stays, or the target.
-        if held {
-            left.add(Skip::KeptRecent, 1);
-        } else {
-            left.add(Skip::TargetMet, usize::from(end < span.end));
+        // What stopped the region short of the floors: the target, met; the latest
+        // request, which stays; or the floors themselves, the region ending at the
+        // last user turn that starts before them.
+        if end < span.end {
+            // What goes: the region but its kept records.
+            let dropped: u64 = log.around_kept(span.head, end).iter().map(tokens_of).sum();
+            let why = if dropped >= need {
+                Skip::TargetMet
+            } else if held {
+                Skip::KeptRecent
+            } else {
+                Skip::Floor
+            };
+            left.add(why, 1);
         }
         // The region without its kept records (each stays where it is, with what is
         // bound to it), as stretches between legal cuts.
