@@ -608,6 +608,21 @@ fn no_pass_repeats_without_progress_on_real_transcripts() {
     }
 }
 
+/// `strategy` alone on `loaded` with `budget`, the thinking step off.
+fn run_alone(loaded: &Loaded<'_>, strategy: Strategy, budget: u64) -> format::Compacted {
+    let mut pipeline = Pipeline::one(strategy, Some(budget));
+    pipeline.keep_thinking_valid = false;
+    loaded
+        .run(
+            &pipeline,
+            0,
+            &mut Progress::new(),
+            &mut LedgerOnly,
+            &ByteEstimate,
+        )
+        .unwrap_or_else(|e| panic!("{} {budget}: {e}", loaded.format()))
+}
+
 /// `strategy` alone on `loaded` (a real transcript of `format`) with `budget`, the
 /// thinking step off: the first step that edited, how many did, and the output's
 /// own count read back with the same counter. `None` when nothing was edited.
@@ -617,17 +632,7 @@ fn one_step(
     strategy: Strategy,
     budget: u64,
 ) -> Option<(u64, usize, u64)> {
-    let mut pipeline = Pipeline::one(strategy, Some(budget));
-    pipeline.keep_thinking_valid = false;
-    let done = loaded
-        .run(
-            &pipeline,
-            0,
-            &mut Progress::new(),
-            &mut LedgerOnly,
-            &ByteEstimate,
-        )
-        .unwrap_or_else(|e| panic!("{format} {budget}: {e}"));
+    let done = run_alone(loaded, strategy, budget);
     let edited: Vec<&StepReport> = done.report.ran().filter(|r| !r.edits.is_empty()).collect();
     let step = edited.first()?;
     let back = format::read(&done.text, format, &ByteEstimate).unwrap();
@@ -724,18 +729,9 @@ fn digest_summarize_and_slide_count_what_they_write_on_real_transcripts() {
 #[test]
 fn every_strategy_meets_every_budget_within_its_reach_on_real_transcripts() {
     let run = |loaded: &Loaded<'_>, strategy: &Strategy, budget: u64| {
-        let mut pipeline = Pipeline::one(strategy.clone(), Some(budget));
-        pipeline.keep_thinking_valid = false;
-        let done = loaded
-            .run(
-                &pipeline,
-                0,
-                &mut Progress::new(),
-                &mut LedgerOnly,
-                &ByteEstimate,
-            )
-            .unwrap_or_else(|e| panic!("{budget}: {e}"));
-        done.report.tokens_after
+        run_alone(loaded, strategy.clone(), budget)
+            .report
+            .tokens_after
     };
     let mut missed = Vec::new();
     let mut checked = 0;

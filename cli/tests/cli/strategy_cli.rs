@@ -990,77 +990,45 @@ fn a_strategys_options_are_refused_by_the_strategies_that_do_not_read_them() {
 #[test]
 fn over_budget_says_what_a_stage_that_stopped_short_left_alone() {
     let session = root("examples/data/session.jsonl");
-    let session = session.to_str().unwrap();
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
-            "clear",
-            "--budget",
-            "14759",
-            session,
-        ],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(3));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("(clear: stopped short, left alone 3 kept-recent)"),
-        "{err}"
-    );
-    // A stage that ran and left nothing it might have taken.
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
-            "digest",
-            "--budget",
-            "5000",
-            session,
-        ],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(3));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("(digest: stopped short, nothing more eligible)"),
-        "{err}"
-    );
-    // truncate's region ends at the last user turn before the floors.
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
-            "truncate",
-            "--budget",
-            "5000",
-            session,
-        ],
-        b"",
-    );
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("(truncate: stopped short, left alone 1 floor)"),
-        "{err}"
-    );
     let traj = root(
         "tests/fixtures/transcripts/chat__swe-agent__marshmallow-1867-function_calling_replace.traj",
     );
-    let out = cutpoint(
-        &[
-            "compact",
-            "--strategy",
+    let cases = [
+        // Cleared all it might: the last tool uses stay.
+        (
+            "clear",
+            "14759",
+            &session,
+            "(clear: stopped short, left alone 3 kept-recent)",
+        ),
+        // Ran and left nothing it might have taken.
+        (
+            "digest",
+            "5000",
+            &session,
+            "(digest: stopped short, nothing more eligible)",
+        ),
+        // The region ends at the last user turn before the floors ...
+        (
             "truncate",
-            "--budget",
+            "5000",
+            &session,
+            "(truncate: stopped short, left alone 1 floor)",
+        ),
+        // ... or at the latest request, which stays.
+        (
+            "truncate",
             "3507",
-            traj.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(3));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("truncate: stopped short, left alone 1 kept-recent"),
-        "{err}"
-    );
+            &traj,
+            "(truncate: stopped short, left alone 1 kept-recent)",
+        ),
+    ];
+    for (strategy, budget, file, says) in cases {
+        let file = file.to_str().unwrap();
+        let args = ["compact", "--strategy", strategy, "--budget", budget, file];
+        let out = cutpoint(&args, b"");
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
