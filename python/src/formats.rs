@@ -342,17 +342,17 @@ impl Summarize {
                 continue;
             }
             match key.as_str() {
-                "budget" => out.budget = Some(value.extract()?),
-                "target" => out.target = Some(value.extract()?),
-                "lookback" => out.lookback = Some(value.extract()?),
-                "keep_head" => out.keep_head = value.extract()?,
+                "budget" => out.budget = Some(strategies::count(&key, &value)?),
+                "target" => out.target = Some(strategies::count(&key, &value)?),
+                "lookback" => out.lookback = Some(strategies::count(&key, &value)?),
+                "keep_head" => out.keep_head = strategies::count(&key, &value)?,
                 "summary" => out.summary = Some(value.extract()?),
                 "keep_thinking_valid" => out.keep_thinking_valid = flag(&key, &value)?,
                 "calibrated" => out.calibrated = flag(&key, &value)?,
-                "context_window" => window = Some(value.extract()?),
-                "max_output" => output = Some(value.extract()?),
-                "summary_tokens" => out.summary_tokens = Some(value.extract()?),
-                "shorten_arguments" => out.shorten_arguments = Some(value.extract()?),
+                "context_window" => window = Some(strategies::count(&key, &value)?),
+                "max_output" => output = Some(strategies::count(&key, &value)?),
+                "summary_tokens" => out.summary_tokens = Some(strategies::count(&key, &value)?),
+                "shorten_arguments" => out.shorten_arguments = Some(strategies::count(&key, &value)?),
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {

@@ -42,7 +42,7 @@ pub(crate) struct Options {
 
 /// A non-negative integer option: a `TypeError` for a value that is not an int, a
 /// `ValueError` for a negative or too large one. **O(1)**.
-fn count<T: for<'a, 'py> FromPyObject<'a, 'py>>(
+pub(crate) fn count<T: for<'a, 'py> FromPyObject<'a, 'py>>(
     key: &str,
     value: &Bound<'_, PyAny>,
 ) -> PyResult<T> {

@@ -474,6 +474,13 @@ def test_option_errors_name_what_the_strategy_takes() -> None:
         cutpoint.compact(msgs, strategy="clear", format="openai-chat", keep_tool_uses=-3)
     with pytest.raises(TypeError, match="keep_turns must be an int, not str"):
         cutpoint.compact(msgs, strategy="slide", format="openai-chat", keep_turns="2")
+    # summarize's counts are read the same way.
+    with pytest.raises(ValueError, match="budget must be a non-negative integer"):
+        cutpoint.compact(msgs, strategy="summarize", budget=-1, format="openai-chat")
+    with pytest.raises(TypeError, match="target must be an int, not bool"):
+        cutpoint.compact(msgs, strategy="summarize", target=True, format="openai-chat")
+    with pytest.raises(TypeError, match="shorten_arguments must be an int, not str"):
+        cutpoint.compact(msgs, strategy="summarize", budget=5, format="openai-chat", shorten_arguments="8")
     with pytest.raises(TypeError, match="exclude_tools must be a list of tool names, not a str"):
         cutpoint.compact(msgs, strategy="clear", format="openai-chat", exclude_tools="bash")
     with pytest.raises(ValueError, match='unknown strategy "squash"; one of: clear, clear-thinking, digest, summarize, slide, truncate, pipeline'):
