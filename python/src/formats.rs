@@ -352,7 +352,9 @@ impl Summarize {
                 "context_window" => window = Some(strategies::count(&key, &value)?),
                 "max_output" => output = Some(strategies::count(&key, &value)?),
                 "summary_tokens" => out.summary_tokens = Some(strategies::count(&key, &value)?),
-                "shorten_arguments" => out.shorten_arguments = Some(strategies::count(&key, &value)?),
+                "shorten_arguments" => {
+                    out.shorten_arguments = Some(strategies::count(&key, &value)?)
+                }
                 "direction" => {
                     let name: String = value.extract()?;
                     out.direction = Some(match name.as_str() {

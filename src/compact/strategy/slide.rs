@@ -175,18 +175,11 @@ impl Slide {
             }
         }
         // The chosen stretches' ledgers as they will be written, where the summarizer
-        // knows. The estimate chose the candidate; sized as written, the log may still
-        // be over the target, and the next candidate is tried (usually none or one).
-        let mut at = candidates.iter().position(|&c| c == chosen).unwrap_or(0);
-        let mut plans = loop {
-            let c = candidates[at];
-            let Some(mut plans) = stretches(c).filter(|p| !p.is_empty()) else {
-                left.add(
-                    Skip::Pinned,
-                    usize::from(log.kept_in(span.head..c).is_some()),
-                );
-                return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
-            };
+        // knows, and whether it did. The estimate chose the candidate; sized as
+        // written, the log may still be over the target, and the next candidate is
+        // tried (usually none or one), the last that could be planned kept.
+        let mut sized_at = |c: usize| -> Option<(Vec<Stretch>, bool)> {
+            let mut plans = stretches(c).filter(|p| !p.is_empty())?;
             let mut sized = false;
             for (plan, outcome, tokens, _) in &mut plans {
                 if let Outcome::Summary { tokens: t, .. } = outcome {
@@ -195,13 +188,21 @@ impl Slide {
                     }
                 }
             }
-            let over = goal.target_tokens.is_some_and(|t| size_after(&plans) > t);
-            if sized && over && at + 1 < candidates.len() {
-                at += 1;
-                continue;
-            }
-            break plans;
+            Some((plans, sized))
         };
+        let mut at = candidates.iter().position(|&c| c == chosen).unwrap_or(0);
+        let Some((mut plans, sized)) = sized_at(candidates[at]) else {
+            let walled = log.kept_in(span.head..candidates[at]).is_some();
+            left.add(Skip::Pinned, usize::from(walled));
+            return Err(NoProgress::nothing_eligible(Kind::Slide, log, left));
+        };
+        let over = |p: &[Stretch]| goal.target_tokens.is_some_and(|t| size_after(p) > t);
+        while sized && over(&plans) && at + 1 < candidates.len() {
+            let Some((next, _)) = sized_at(candidates[at + 1]) else {
+                break;
+            };
+            (plans, at) = (next, at + 1);
+        }
         left.add(Skip::TargetMet, candidates.len() - 1 - at);
         let after = size_after(&plans);
         // A ledger no smaller than its stretch: beside a wall that stretch stays as it
