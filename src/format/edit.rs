@@ -176,6 +176,8 @@ pub fn run(
         if !progressed {
             break;
         }
+        // What this round's steps counted, for the check at the top.
+        report.tokens_after = next.tokens_after;
         text = out;
         later.push((back, next_touched, start));
     }
