@@ -385,9 +385,12 @@ fn finish(
         .ran()
         .filter(|r| !r.met_target && !r.edits.is_empty());
     let reasons = short
-        .map(|r| match r.left_alone.is_empty() {
-            true => format!("{}: stopped short, nothing more eligible", r.kind),
-            false => format!("{}: stopped short, left alone {}", r.kind, r.left_alone),
+        .map(|r| {
+            if r.left_alone.is_empty() {
+                format!("{}: stopped short, nothing more eligible", r.kind)
+            } else {
+                format!("{}: stopped short, left alone {}", r.kind, r.left_alone)
+            }
         })
         .chain(report.blocked().map(ToString::to_string));
     for reason in reasons {

@@ -57,6 +57,12 @@ impl Truncate {
                 .zip(t.tokens_before(r.start))
                 .map_or(0, |(e, s)| e.saturating_sub(s))
         };
+        // The latest request stays: the region never goes past the last user message
+        // after the head (a log truncated to nothing, or to its pinned head, answers
+        // nobody).
+        let last_request = (1..)
+            .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
+            .find(|&c| t.is_legal_cut(c));
         // The region's end for `want` tokens dropped past the head, and whether the
         // latest request held it back.
         let end_for = |want: u64| -> (usize, bool) {
@@ -79,17 +85,11 @@ impl Truncate {
                 }
                 end = c;
             }
-            // The latest request stays: never past the last user message after the
-            // head (a log truncated to nothing, or to its pinned head, answers nobody).
-            let last_request = (1..)
-                .map_while(|k| log.turn_start_from_end(k).filter(|&c| c >= span.head))
-                .find(|&c| t.is_legal_cut(c));
-            let mut held = false;
+            let held = last_request.is_some_and(|last_user| end > last_user);
             if let Some(last_user) = last_request {
-                held = end > last_user;
                 end = end.min(last_user);
             } else if end == len {
-                (end, held) = (span.head, true);
+                end = span.head;
             }
             (end, held)
         };
